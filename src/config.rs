@@ -1,0 +1,196 @@
+//! `txlint.toml`: which rules run at which severity, which files, and how `.sql` files run.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::diagnostic::Severity;
+
+pub const FILE_NAME: &str = "txlint.toml";
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    #[default]
+    Postgres,
+    Mysql,
+}
+
+/// How the statements of a `.sql` file reach the database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqlMode {
+    /// A psql-style script: autocommit outside `BEGIN ... COMMIT`.
+    #[default]
+    Script,
+    /// The whole file runs inside one transaction (migration tools that wrap each file).
+    Transaction,
+    /// Each statement is sent on its own by application code (sqlc-style query files): the
+    /// transaction it runs in is not known.
+    Statements,
+}
+
+/// A rule's setting in `[rules]`: a severity, or `"off"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleLevel {
+    Off,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlConfig {
+    #[serde(default)]
+    pub mode: SqlMode,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub dialect: Dialect,
+    /// Globs (relative to the config file's folder) a file must match to be linted.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Globs of files and folders to skip.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default)]
+    pub sql: SqlConfig,
+    #[serde(default)]
+    pub rules: BTreeMap<Spanned<String>, RuleLevel>,
+    /// Folder the globs are relative to; not a key of the file.
+    #[serde(skip)]
+    pub root: PathBuf,
+    /// The file this came from, if any.
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.path.display(), line, self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl Config {
+    /// The configuration for a run started in `cwd`: the file given, else the nearest
+    /// `txlint.toml` in `cwd` or a parent folder, else the defaults.
+    pub fn discover(cwd: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let found = match explicit {
+            Some(p) => Some(cwd.join(p)),
+            None => cwd
+                .ancestors()
+                .map(|d| d.join(FILE_NAME))
+                .find(|p| p.is_file()),
+        };
+        match found {
+            Some(path) => Config::load(&path),
+            None => Ok(Config {
+                root: cwd.to_path_buf(),
+                ..Config::default()
+            }),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!("cannot read the configuration: {e}"),
+        })?;
+        let mut config = Config::parse(&text).map_err(|(line, message)| ConfigError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        })?;
+        config.root = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        config.path = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parse and check the text of a config file; errors carry a 1-based line.
+    pub fn parse(text: &str) -> Result<Config, (Option<usize>, String)> {
+        let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+        let config: Config = toml::from_str(text)
+            .map_err(|e| (e.span().map(|s| line_of(s.start)), e.message().to_string()))?;
+        for name in config.rules.keys() {
+            if crate::rules::find(name.get_ref()).is_none() {
+                return Err((
+                    Some(line_of(name.span().start)),
+                    format!(
+                        "unknown rule `{}` in [rules]; `txlint rules` lists the rules",
+                        name.get_ref()
+                    ),
+                ));
+            }
+        }
+        for glob in config.include.iter().chain(&config.exclude) {
+            if let Err(e) = globset::Glob::new(glob) {
+                return Err((None, format!("bad glob `{glob}`: {e}")));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The severity a rule reports at, or `None` when it is turned off.
+    pub fn severity(&self, rule: &crate::rules::Rule) -> Option<Severity> {
+        match self.rules.get(rule.name) {
+            Some(RuleLevel::Off) => None,
+            Some(RuleLevel::Warning) => Some(Severity::Warning),
+            Some(RuleLevel::Error) => Some(Severity::Error),
+            None => Some(rule.severity),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_all_keys() {
+        let c = Config::parse(
+            "dialect = \"mysql\"\nexclude = [\"old/**\"]\n[sql]\nmode = \"transaction\"\n[rules]\nsyntax-error = \"off\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.dialect, Dialect::Mysql);
+        assert_eq!(c.sql.mode, SqlMode::Transaction);
+        assert_eq!(c.rules.get("syntax-error"), Some(&RuleLevel::Off));
+    }
+
+    #[test]
+    fn unknown_key_names_line() {
+        let (line, msg) =
+            Config::parse("dialect = \"postgres\"\n\n[sql]\nmod = \"x\"\n").unwrap_err();
+        assert_eq!(line, Some(4));
+        assert!(msg.contains("unknown field `mod`"), "{msg}");
+    }
+
+    #[test]
+    fn bad_value_and_unknown_rule_name_line() {
+        let (line, msg) = Config::parse("[sql]\nmode = \"sometimes\"\n").unwrap_err();
+        assert_eq!(line, Some(2));
+        assert!(msg.contains("sometimes"), "{msg}");
+        let (line, msg) = Config::parse("[rules]\n\nlost-updates = \"off\"\n").unwrap_err();
+        assert_eq!(line, Some(3));
+        assert!(msg.contains("unknown rule `lost-updates`"), "{msg}");
+    }
+}

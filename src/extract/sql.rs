@@ -1,0 +1,362 @@
+//! `.sql` files: a script (or one transaction, or loose statements, as `sql.mode` says), plus a
+//! unit for every routine body and `DO` block in it.
+
+use sqlparser::dialect::{Dialect as ParserDialect, MySqlDialect, PostgreSqlDialect};
+
+use super::{Extracted, Stats};
+use crate::config::{Config, Dialect, SqlMode};
+use crate::model::*;
+use crate::parse::facts::Reader;
+use crate::parse::lex::{Kind, Token};
+use crate::parse::split::{RawStatement, split};
+use crate::parse::{plpgsql, split as splitter};
+use crate::source::{FileId, OffsetMap, Span};
+
+pub fn parser_dialect(d: Dialect) -> Box<dyn ParserDialect> {
+    match d {
+        Dialect::Postgres => Box::new(PostgreSqlDialect {}),
+        Dialect::Mysql => Box::new(MySqlDialect {}),
+    }
+}
+
+/// Read one `.sql` file.
+pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
+    let parser = parser_dialect(config.dialect);
+    let mut x = Extractor {
+        file,
+        dialect: config.dialect,
+        parser: parser.as_ref(),
+        out: Extracted::default(),
+    };
+    let map = OffsetMap::shifted(0);
+    let statements = split(text, config.dialect, true).statements;
+    let mut script = Script::new(config.sql.mode);
+    for stmt in &statements {
+        let step = x.step(text, &map, stmt, Vec::new());
+        x.bodies(text, stmt, &step.facts);
+        script.push(step, stmt.message);
+    }
+    let kind = match config.sql.mode {
+        SqlMode::Statements => UnitKind::QueryFile,
+        _ => UnitKind::Script,
+    };
+    x.out.units.insert(
+        0,
+        Unit {
+            kind,
+            name: None,
+            span: Span::new(file, 0..text.len()),
+            transactions: script.finish(),
+        },
+    );
+    x.out
+}
+
+struct Extractor<'a> {
+    file: FileId,
+    dialect: Dialect,
+    parser: &'a dyn ParserDialect,
+    out: Extracted,
+}
+
+impl Extractor<'_> {
+    fn step(
+        &mut self,
+        src: &str,
+        map: &OffsetMap,
+        stmt: &RawStatement,
+        assigns: Vec<String>,
+    ) -> Step {
+        let reader = Reader {
+            src,
+            map,
+            file: self.file,
+            dialect: self.dialect,
+            parser: self.parser,
+        };
+        let (mut facts, failure) = reader.read(stmt);
+        facts.assigns = assigns;
+        self.out.stats += Stats {
+            statements: 1,
+            parsed: usize::from(facts.parsed),
+            fallback: usize::from(!facts.parsed),
+        };
+        self.out.failures.extend(failure);
+        Step {
+            span: Span::new(self.file, map.host_range(stmt.range.clone())),
+            facts,
+        }
+    }
+
+    /// Routine bodies and `DO` blocks in `stmt` become units of their own.
+    fn bodies(&mut self, src: &str, stmt: &RawStatement, facts: &Facts) {
+        let (kind, name) = match facts.kind {
+            StmtKind::Do => (UnitKind::DoBlock, None),
+            StmtKind::CreateRoutine => (UnitKind::Routine, routine_name(src, &stmt.tokens)),
+            _ => return,
+        };
+        let t = &stmt.tokens;
+        let language = t.windows(2).find(|w| w[0].is(src, "language")).map(|w| {
+            w[1].text(src)
+                .trim_matches(['\'', '"'])
+                .to_ascii_lowercase()
+        });
+        let atomic = t
+            .windows(2)
+            .position(|w| w[0].is(src, "begin") && w[1].is(src, "atomic"));
+        let (body, map, language) = if let Some(i) = atomic {
+            // SQL-standard body: `BEGIN ATOMIC stmt; ... END`, in the statement itself.
+            let (Some(first), Some(end)) = (t.get(i + 2), t.last()) else {
+                return;
+            };
+            let range = first.start..end.start.max(first.start);
+            (
+                src[range.clone()].to_string(),
+                OffsetMap::shifted(range.start),
+                "sql".to_string(),
+            )
+        } else {
+            let body_token = match kind {
+                UnitKind::DoBlock => t.iter().skip(1).find(|t| t.kind == Kind::String),
+                _ => t
+                    .windows(2)
+                    .find(|w| w[0].is(src, "as") && w[1].kind == Kind::String)
+                    .map(|w| &w[1]),
+            };
+            let Some(tok) = body_token else {
+                return;
+            };
+            let Some((body, map)) = string_body(src, tok) else {
+                return;
+            };
+            let default = if kind == UnitKind::DoBlock {
+                "plpgsql"
+            } else {
+                ""
+            };
+            (body, map, language.unwrap_or_else(|| default.to_string()))
+        };
+        let mut tx = Transaction::new(Scope::Caller, Executor::Session, Isolation::ReadCommitted);
+        let mut txs = Vec::new();
+        let push = |step: Step, txs: &mut Vec<Transaction>, tx: &mut Transaction| {
+            // A procedure's COMMIT or ROLLBACK ends the transaction and starts the next one.
+            let ends = matches!(step.facts.tx, Some(TxControl::Commit | TxControl::Rollback));
+            if ends {
+                tx.end = Some(step.span);
+                let done = std::mem::replace(
+                    tx,
+                    Transaction::new(Scope::Caller, Executor::Session, Isolation::ReadCommitted),
+                );
+                txs.push(done);
+            } else {
+                tx.steps.push(step);
+            }
+        };
+        match language.as_str() {
+            "plpgsql" => {
+                let parsed = plpgsql::read_body(&body, self.dialect);
+                let mut known: Vec<String> = parsed.declared.clone();
+                for s in &parsed.statements {
+                    let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
+                    step.facts.uses = variables_used(&body, &s.raw.tokens, &known);
+                    known.extend(s.assigns.iter().cloned());
+                    push(step, &mut txs, &mut tx);
+                }
+            }
+            "sql" => {
+                for s in &splitter::split(&body, self.dialect, false).statements {
+                    let step = self.step(&body, &map, s, Vec::new());
+                    push(step, &mut txs, &mut tx);
+                }
+            }
+            _ => return,
+        }
+        if !tx.steps.is_empty() || txs.is_empty() {
+            txs.push(tx);
+        }
+        self.out.units.push(Unit {
+            kind,
+            name,
+            span: Span::new(self.file, stmt.range.clone()),
+            transactions: txs,
+        });
+    }
+}
+
+fn routine_name(src: &str, t: &[Token]) -> Option<String> {
+    let i = t
+        .iter()
+        .position(|t| t.is(src, "function") || t.is(src, "procedure"))?;
+    let mut name = None;
+    let mut j = i + 1;
+    while let Some(tok) = t.get(j) {
+        match tok.kind {
+            Kind::Word => name = Some(tok.text(src).to_ascii_lowercase()),
+            Kind::QuotedIdent => name = Some(tok.text(src).trim_matches('"').to_string()),
+            _ if tok.is_punct(src, ".") => {}
+            _ => break,
+        }
+        j += 1;
+    }
+    name
+}
+
+/// The text of a string token and where each of its bytes is in the host.
+fn string_body(src: &str, tok: &Token) -> Option<(String, OffsetMap)> {
+    let text = tok.text(src);
+    if let Some(after) = text.strip_prefix('$') {
+        let n = after.find('$')? + 2;
+        let tag = &text[..n];
+        let inner_end = if text.len() >= 2 * n && text.ends_with(tag) {
+            text.len() - n
+        } else {
+            text.len()
+        };
+        return Some((
+            text[n..inner_end].to_string(),
+            OffsetMap::shifted(tok.start + n),
+        ));
+    }
+    if !text.starts_with('\'') {
+        return None; // E'' bodies with backslash escapes are not read
+    }
+    let inner = text[1..].strip_suffix('\'').unwrap_or(&text[1..]);
+    let mut body = String::with_capacity(inner.len());
+    let mut map = OffsetMap::shifted(tok.start + 1);
+    let mut rest = inner;
+    let mut host = tok.start + 1;
+    while let Some(i) = rest.find("''") {
+        body.push_str(&rest[..=i]);
+        host += i + 2;
+        map.push(body.len(), host);
+        rest = &rest[i + 2..];
+    }
+    body.push_str(rest);
+    Some((body, map))
+}
+
+/// Words of `tokens` that name a known variable.
+fn variables_used(src: &str, tokens: &[Token], known: &[String]) -> Vec<String> {
+    let mut used: Vec<String> = Vec::new();
+    for t in tokens.iter().filter(|t| t.kind == Kind::Word) {
+        let w = t.text(src).to_ascii_lowercase();
+        if known.contains(&w) && !used.contains(&w) {
+            used.push(w);
+        }
+    }
+    used
+}
+
+/// Walks a script's statements and groups them into transactions.
+struct Script {
+    mode: SqlMode,
+    done: Vec<Transaction>,
+    /// The open explicit transaction (or the file's, in transaction mode).
+    open: Option<Transaction>,
+    /// Session default isolation (`SET SESSION CHARACTERISTICS ...`).
+    session_isolation: Isolation,
+    /// MySQL `SET TRANSACTION ...` outside a transaction applies to the next one.
+    next_isolation: Option<Isolation>,
+    /// The simple-query message of the last autocommit statement.
+    last_message: Option<usize>,
+}
+
+impl Script {
+    fn new(mode: SqlMode) -> Self {
+        let open = (mode == SqlMode::Transaction)
+            .then(|| Transaction::new(Scope::File, Executor::Session, Isolation::ReadCommitted));
+        Script {
+            mode,
+            done: Vec::new(),
+            open,
+            session_isolation: Isolation::ReadCommitted,
+            next_isolation: None,
+            last_message: None,
+        }
+    }
+
+    /// Add a statement; `message` numbers the simple-query message it is sent in.
+    fn push(&mut self, step: Step, message: usize) {
+        match self.mode {
+            SqlMode::Statements => {
+                let mut tx =
+                    Transaction::new(Scope::Unknown, Executor::Unknown, Isolation::ReadCommitted);
+                tx.steps.push(step);
+                self.done.push(tx);
+                return;
+            }
+            SqlMode::Transaction => {
+                // The file is one transaction; its own BEGIN/COMMIT are not steps.
+                if !matches!(
+                    step.facts.tx,
+                    Some(TxControl::Begin { .. } | TxControl::Commit | TxControl::Rollback)
+                ) && let Some(open) = self.open.as_mut()
+                {
+                    open.steps.push(step);
+                }
+                return;
+            }
+            SqlMode::Script => {}
+        }
+        match &step.facts.tx {
+            Some(TxControl::Begin { isolation }) => {
+                if self.open.is_none() {
+                    let iso = isolation
+                        .or(self.next_isolation.take())
+                        .unwrap_or(self.session_isolation);
+                    let mut tx = Transaction::new(Scope::Explicit, Executor::Session, iso);
+                    tx.begin = Some(step.span);
+                    self.open = Some(tx);
+                }
+                self.last_message = None;
+                return;
+            }
+            Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
+                if let Some(mut tx) = self.open.take() {
+                    tx.end = Some(step.span);
+                    self.done.push(tx);
+                }
+                self.last_message = None;
+                return;
+            }
+            Some(TxControl::SetIsolation { isolation, session }) => {
+                if *session {
+                    self.session_isolation = *isolation;
+                } else if let Some(tx) = self.open.as_mut() {
+                    tx.isolation = *isolation;
+                } else {
+                    self.next_isolation = Some(*isolation);
+                }
+            }
+            _ => {}
+        }
+        if let Some(tx) = self.open.as_mut() {
+            tx.steps.push(step);
+            return;
+        }
+        self.autocommit(step, message);
+    }
+
+    fn autocommit(&mut self, step: Step, message: usize) {
+        if self.last_message == Some(message)
+            && let Some(last) = self.done.last_mut()
+        {
+            last.scope = Scope::Message;
+            last.steps.push(step);
+            return;
+        }
+        let mut tx = Transaction::new(Scope::Autocommit, Executor::Session, self.session_isolation);
+        tx.steps.push(step);
+        self.done.push(tx);
+        self.last_message = Some(message);
+    }
+
+    fn finish(mut self) -> Vec<Transaction> {
+        // A transaction still open at the end of the file is rolled back when psql exits; its
+        // locks were still held by all its statements.
+        if let Some(tx) = self.open.take() {
+            self.done.push(tx);
+        }
+        self.done
+    }
+}

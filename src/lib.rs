@@ -1,0 +1,172 @@
+//! txlint: a static linter for concurrency bugs in SQL.
+//!
+//! The pipeline, as [`check`] runs it:
+//! files -> front-ends (`extract`: split, parse, facts, PL/pgSQL bodies) -> the transaction
+//! model (`model`) -> rules (`rules`, reading only the model) -> suppressions -> diagnostics,
+//! which `report` prints as text, JSON or SARIF.
+
+pub mod config;
+pub mod diagnostic;
+pub mod discover;
+pub mod extract;
+pub mod model;
+pub mod parse;
+pub mod report;
+pub mod rules;
+pub mod source;
+pub mod suppress;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use config::Config;
+use diagnostic::Diagnostic;
+use extract::Stats;
+use model::Program;
+use rules::read_error::read_error_diagnostic;
+use source::{SourceFile, Span};
+
+/// Files larger than this are reported and not analysed.
+pub const MAX_FILE_SIZE: u64 = 32 * 1024 * 1024;
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct Run {
+    pub program: Program,
+    /// Sorted by file and position, severities as configured, suppressions applied.
+    pub diagnostics: Vec<Diagnostic>,
+    pub stats: Stats,
+    /// Files that could not be read at all.
+    pub unreadable: usize,
+    pub elapsed: Duration,
+}
+
+/// Read `paths` (already discovered) and lint them.
+pub fn check_paths(paths: &[PathBuf], cwd: &Path, config: &Config) -> Run {
+    let start = Instant::now();
+    let mut files = Vec::with_capacity(paths.len());
+    let mut early = Vec::new();
+    let mut unreadable = 0;
+    for path in paths {
+        let display = display_path(path, cwd);
+        let id = files.len();
+        match read(path) {
+            Ok((text, bad_utf8)) => {
+                if let Some(offset) = bad_utf8 {
+                    early.push(read_error_diagnostic(
+                        Span::new(id, offset..offset),
+                        "file is not valid UTF-8 here; invalid bytes were replaced and the rest was analysed",
+                    ));
+                }
+                files.push(SourceFile::new(path.clone(), display, text));
+            }
+            Err(message) => {
+                unreadable += 1;
+                early.push(read_error_diagnostic(Span::new(id, 0..0), message));
+                files.push(SourceFile::new(path.clone(), display, String::new()));
+            }
+        }
+    }
+    let mut run = check_files(files, config);
+    run.unreadable = unreadable;
+    run.diagnostics.extend(early);
+    sort(&mut run.diagnostics);
+    run.elapsed = start.elapsed();
+    run
+}
+
+/// Lint files already in memory (the CLI, the tests and the documentation examples use this).
+pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
+    let start = Instant::now();
+    let mut program = Program {
+        files,
+        units: Vec::new(),
+    };
+    let mut stats = Stats::default();
+    let mut diagnostics = Vec::new();
+    for (id, file) in program.files.iter().enumerate() {
+        let x = extract::sql::extract(id, &file.text, config);
+        stats += x.stats;
+        diagnostics.extend(
+            x.failures
+                .iter()
+                .map(rules::syntax_error::syntax_error_diagnostic),
+        );
+        program.units.extend(x.units);
+    }
+    let cx = rules::Context {
+        program: &program,
+        config,
+    };
+    for rule in rules::ALL {
+        if let (Some(check), Some(_)) = (rule.check, config.severity(rule)) {
+            check(&cx, &mut diagnostics);
+        }
+    }
+    let mut suppressions: Vec<_> = program
+        .files
+        .iter()
+        .enumerate()
+        .flat_map(|(id, f)| suppress::scan(id, &f.text))
+        .collect();
+    let enabled = |name: &str| rules::find(name).is_some_and(|r| config.severity(r).is_some());
+    let mut diagnostics = suppress::apply(&program.files, &mut suppressions, diagnostics, &enabled);
+    diagnostics.retain_mut(
+        |d| match rules::find(d.rule).and_then(|r| config.severity(r)) {
+            Some(severity) => {
+                d.severity = severity;
+                true
+            }
+            None => false,
+        },
+    );
+    sort(&mut diagnostics);
+    Run {
+        program,
+        diagnostics,
+        stats,
+        unreadable: 0,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Lint one text as if it were a file named `name` (examples and tests).
+pub fn check_source(name: &str, text: &str, config: &Config) -> Run {
+    let file = SourceFile::new(PathBuf::from(name), name.to_string(), text.to_string());
+    check_files(vec![file], config)
+}
+
+fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| (a.span, a.rule).cmp(&(b.span, b.rule)));
+}
+
+/// The text of a file, and the offset of the first invalid UTF-8 byte if there is one.
+fn read(path: &Path) -> Result<(String, Option<usize>), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
+    if meta.len() > MAX_FILE_SIZE {
+        return Err(format!(
+            "file is {} MiB, larger than the {} MiB txlint reads; not analysed",
+            meta.len() / (1024 * 1024),
+            MAX_FILE_SIZE / (1024 * 1024)
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read file: {e}"))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((text, None)),
+        Err(e) => {
+            let offset = e.utf8_error().valid_up_to();
+            Ok((
+                String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                Some(offset),
+            ))
+        }
+    }
+}
+
+/// `path` relative to `cwd` when it is below it, with `/` separators.
+pub fn display_path(path: &Path, cwd: &Path) -> String {
+    let abs = cwd.join(path);
+    let shown = abs.strip_prefix(cwd).unwrap_or(path);
+    let s = shown.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}

@@ -1,0 +1,173 @@
+//! What one statement does, as far as concurrency is concerned.
+
+use crate::model::Isolation;
+use crate::source::Span;
+
+#[derive(Debug, Default)]
+pub struct Facts {
+    pub kind: StmtKind,
+    /// sqlparser parsed the statement; otherwise these facts come from tokens only.
+    pub parsed: bool,
+    /// The statement writes rows somewhere (its own DML or a data-modifying CTE).
+    pub modifies: bool,
+    pub writes: Vec<TableRef>,
+    pub reads: Vec<TableRef>,
+    pub row_locks: Vec<RowLock>,
+    pub advisory: Vec<AdvisoryCall>,
+    pub table_lock: Option<TableLock>,
+    pub tx: Option<TxControl>,
+    /// `SET [LOCAL|SESSION] name ...`.
+    pub set: Option<SetFact>,
+    /// Calls a function other than a lock function or a well-known pure built-in: the
+    /// statement may do its protected work itself.
+    pub calls_functions: bool,
+    /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
+    pub assigns: Vec<String>,
+    /// Variables of the unit that this statement reads.
+    pub uses: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StmtKind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Merge,
+    /// `LOCK TABLE`.
+    Lock,
+    /// Transaction control.
+    Transaction,
+    Set,
+    Copy,
+    Call,
+    Do,
+    /// `CREATE FUNCTION|PROCEDURE`.
+    CreateRoutine,
+    /// Other DDL (`CREATE`, `ALTER`, `DROP`, ...).
+    Ddl,
+    #[default]
+    Other,
+}
+
+/// A table named by a statement (last name component, folded to lower case unless quoted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableRef {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowLockStrength {
+    Update,
+    NoKeyUpdate,
+    Share,
+    KeyShare,
+}
+
+impl RowLockStrength {
+    pub fn sql(self) -> &'static str {
+        match self {
+            RowLockStrength::Update => "FOR UPDATE",
+            RowLockStrength::NoKeyUpdate => "FOR NO KEY UPDATE",
+            RowLockStrength::Share => "FOR SHARE",
+            RowLockStrength::KeyShare => "FOR KEY SHARE",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockWait {
+    Block,
+    Nowait,
+    SkipLocked,
+}
+
+/// `FOR UPDATE | NO KEY UPDATE | SHARE | KEY SHARE [OF ...] [NOWAIT | SKIP LOCKED]`, MySQL
+/// `LOCK IN SHARE MODE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowLock {
+    pub strength: RowLockStrength,
+    pub of: Vec<String>,
+    pub wait: LockWait,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockScope {
+    Session,
+    Transaction,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdvisoryOp {
+    Lock,
+    TryLock,
+    Unlock,
+    UnlockAll,
+}
+
+/// A call to an advisory-lock function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdvisoryCall {
+    /// The function as written, lower case (`pg_advisory_xact_lock`).
+    pub function: String,
+    pub scope: LockScope,
+    pub op: AdvisoryOp,
+    pub shared: bool,
+    /// The key arguments, whitespace-normalised (`hashtext('jobs'), 1`).
+    pub key: String,
+    pub span: Span,
+}
+
+/// `LOCK TABLE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableLock {
+    pub tables: Vec<TableRef>,
+    pub mode: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxControl {
+    Begin {
+        isolation: Option<Isolation>,
+    },
+    Commit,
+    Rollback,
+    Savepoint(String),
+    RollbackTo(String),
+    Release(String),
+    PrepareTransaction,
+    /// `SET TRANSACTION ISOLATION LEVEL` (this transaction) or a session default.
+    SetIsolation {
+        isolation: Isolation,
+        session: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetFact {
+    pub name: String,
+    pub local: bool,
+}
+
+impl Facts {
+    /// Transaction-scoped locks this statement takes: xact advisory locks, row locks, `LOCK TABLE`.
+    pub fn xact_locks(&self) -> impl Iterator<Item = (Span, String)> + '_ {
+        let advisory = self
+            .advisory
+            .iter()
+            .filter(|a| a.scope == LockScope::Transaction)
+            .map(|a| (a.span, format!("`{}({})`", a.function, a.key)));
+        let rows = self
+            .row_locks
+            .iter()
+            .map(|l| (l.span, format!("`{}`", l.strength.sql())));
+        let table = self
+            .table_lock
+            .iter()
+            .map(|l| (l.span, "`LOCK TABLE`".to_string()));
+        advisory.chain(rows).chain(table)
+    }
+}

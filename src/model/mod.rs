@@ -1,0 +1,121 @@
+//! The transaction model every rule reads: units -> transactions -> steps.
+//!
+//! Front-ends (`.sql` scripts, PL/pgSQL bodies, later Rust code) build it; rules read only it.
+//! Nothing here refers to sqlparser or syn.
+
+mod facts;
+
+pub use facts::*;
+
+use crate::source::{SourceFile, Span};
+
+/// Everything one run analyses.
+#[derive(Debug, Default)]
+pub struct Program {
+    pub files: Vec<SourceFile>,
+    pub units: Vec<Unit>,
+}
+
+/// A piece of code whose statements run in order: a script, a routine body, a `DO` block.
+#[derive(Debug)]
+pub struct Unit {
+    pub kind: UnitKind,
+    /// Routine name, where there is one.
+    pub name: Option<String>,
+    pub span: Span,
+    pub transactions: Vec<Transaction>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitKind {
+    /// A `.sql` file run as a script, or as one transaction (`sql.mode`).
+    Script,
+    /// A `.sql` file of statements sent one by one by application code (`sql.mode = "statements"`).
+    QueryFile,
+    /// A PL/pgSQL or SQL function, procedure or trigger body.
+    Routine,
+    /// A `DO` block.
+    DoBlock,
+}
+
+/// How far a transaction reaches: this decides how long transaction-scoped locks are held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// A single statement in autocommit: the transaction ends with the statement.
+    Autocommit,
+    /// Several statements sent in one simple-query message in autocommit (psql `\;`): one
+    /// implicit transaction that ends with the message.
+    Message,
+    /// `BEGIN ... COMMIT`, or a transaction object in host code.
+    Explicit,
+    /// The whole file runs in one transaction opened by the tool that runs it.
+    File,
+    /// A routine body or `DO` block: it runs inside its caller's transaction.
+    Caller,
+    /// Not known: statements sent by code txlint does not see.
+    Unknown,
+}
+
+impl Scope {
+    /// Locks taken here are released when the current statement or message ends.
+    pub fn is_autocommit(self) -> bool {
+        matches!(self, Scope::Autocommit | Scope::Message)
+    }
+}
+
+/// What a statement is sent through (host code); `.sql` scripts run on one psql session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Executor {
+    /// A dedicated session, like psql running a script.
+    Session,
+    /// A pool: every call may land on a different session.
+    Pool,
+    /// A connection taken from a pool: one session, returned to the pool with its state.
+    PooledConnection,
+    /// A dedicated connection.
+    Connection,
+    /// A transaction object.
+    Transaction,
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Isolation {
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+/// The ordered steps that run on one session inside one transaction.
+#[derive(Debug)]
+pub struct Transaction {
+    pub scope: Scope,
+    pub executor: Executor,
+    pub isolation: Isolation,
+    /// Where the transaction is opened (`BEGIN`), if it is opened explicitly.
+    pub begin: Option<Span>,
+    /// Where it ends (`COMMIT`, `ROLLBACK`), if it ends explicitly.
+    pub end: Option<Span>,
+    pub steps: Vec<Step>,
+}
+
+impl Transaction {
+    pub fn new(scope: Scope, executor: Executor, isolation: Isolation) -> Self {
+        Transaction {
+            scope,
+            executor,
+            isolation,
+            begin: None,
+            end: None,
+            steps: Vec::new(),
+        }
+    }
+}
+
+/// One statement with its facts.
+#[derive(Debug)]
+pub struct Step {
+    /// The statement in its host file.
+    pub span: Span,
+    pub facts: Facts,
+}

@@ -1,0 +1,772 @@
+//! Statement -> [`Facts`]: token-level facts for everything txlint is about, and sqlparser
+//! for the statement as a whole.
+//!
+//! Locking clauses, advisory-lock calls and transaction control are read from tokens because
+//! sqlparser rejects several of them (`FOR NO KEY UPDATE`, `FOR UPDATE OF a, b`, `LOCK IN SHARE
+//! MODE`) and drops the positions of others. They are blanked out (offsets kept) before the
+//! statement goes to sqlparser, so a valid statement still parses.
+
+use std::ops::Range;
+
+use sqlparser::parser::{Parser, ParserError};
+
+use super::lex::{Kind, Token};
+use super::split::RawStatement;
+use crate::config::Dialect;
+use crate::model::*;
+use crate::source::{FileId, OffsetMap, Span};
+
+/// A statement sqlparser could not parse: where and why.
+#[derive(Debug)]
+pub struct ParseFailure {
+    pub span: Span,
+    pub message: String,
+}
+
+/// Reads statements of one text (a file, a body) into facts.
+pub struct Reader<'a> {
+    pub src: &'a str,
+    pub map: &'a OffsetMap,
+    pub file: FileId,
+    pub dialect: Dialect,
+    pub parser: &'a dyn sqlparser::dialect::Dialect,
+}
+
+struct Cursor<'a> {
+    src: &'a str,
+    t: &'a [Token],
+}
+
+impl Cursor<'_> {
+    fn is(&self, i: usize, word: &str) -> bool {
+        self.t.get(i).is_some_and(|t| t.is(self.src, word))
+    }
+    fn punct(&self, i: usize, p: &str) -> bool {
+        self.t.get(i).is_some_and(|t| t.is_punct(self.src, p))
+    }
+    fn word(&self, i: usize) -> Option<String> {
+        let t = self.t.get(i)?;
+        (t.kind == Kind::Word).then(|| t.text(self.src).to_ascii_lowercase())
+    }
+    /// Index of the `)` matching the `(` at `open`, or the last token.
+    fn close(&self, open: usize) -> usize {
+        let mut depth = 0usize;
+        for (i, t) in self.t.iter().enumerate().skip(open) {
+            if t.is_punct(self.src, "(") {
+                depth += 1;
+            } else if t.is_punct(self.src, ")") {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i;
+                }
+            }
+        }
+        self.t.len().saturating_sub(1)
+    }
+    /// A possibly qualified name at `i`: (last component normalised, index after the name).
+    fn name(&self, i: usize) -> Option<(String, usize)> {
+        let mut i = i;
+        let mut last;
+        loop {
+            let t = self.t.get(i)?;
+            last = match t.kind {
+                Kind::Word => t.text(self.src).to_ascii_lowercase(),
+                Kind::QuotedIdent => {
+                    let s = t.text(self.src);
+                    s[1..s.len().saturating_sub(1).max(1)].replace("\"\"", "\"")
+                }
+                _ => return None,
+            };
+            if self.punct(i + 1, ".") {
+                i += 2;
+            } else {
+                return Some((last, i + 1));
+            }
+        }
+    }
+}
+
+const LOCK_FUNCTIONS: &[(&str, LockScope, AdvisoryOp, bool)] = {
+    use AdvisoryOp::*;
+    use LockScope::*;
+    &[
+        ("pg_advisory_lock", Session, Lock, false),
+        ("pg_advisory_lock_shared", Session, Lock, true),
+        ("pg_try_advisory_lock", Session, TryLock, false),
+        ("pg_try_advisory_lock_shared", Session, TryLock, true),
+        ("pg_advisory_unlock", Session, Unlock, false),
+        ("pg_advisory_unlock_shared", Session, Unlock, true),
+        ("pg_advisory_unlock_all", Session, UnlockAll, false),
+        ("pg_advisory_xact_lock", Transaction, Lock, false),
+        ("pg_advisory_xact_lock_shared", Transaction, Lock, true),
+        ("pg_try_advisory_xact_lock", Transaction, TryLock, false),
+        (
+            "pg_try_advisory_xact_lock_shared",
+            Transaction,
+            TryLock,
+            true,
+        ),
+        ("get_lock", Session, TryLock, false),
+        ("release_lock", Session, Unlock, false),
+        ("release_all_locks", Session, UnlockAll, false),
+    ]
+};
+
+/// Words that may stand before `(` without being a call, and built-ins that do no work a lock
+/// could protect. A call to anything else may be the protected work itself.
+const NOT_WORK: &[&str] = &[
+    "in",
+    "exists",
+    "values",
+    "as",
+    "any",
+    "all",
+    "some",
+    "over",
+    "filter",
+    "within",
+    "array",
+    "row",
+    "cast",
+    "not",
+    "and",
+    "or",
+    "select",
+    "from",
+    "where",
+    "using",
+    "on",
+    "lateral",
+    "when",
+    "then",
+    "else",
+    "between",
+    "returning",
+    "coalesce",
+    "nullif",
+    "greatest",
+    "least",
+    "count",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "hashtext",
+    "hashtextextended",
+    "abs",
+    "lower",
+    "upper",
+    "length",
+    "now",
+    "format",
+    "concat",
+    "md5",
+    "to_char",
+    "substring",
+    "trim",
+    "extract",
+    "crc32",
+];
+
+/// Words after which `(` opens a subquery or a list, not a function call's arguments.
+const NOT_CALL: &[&str] = &[
+    "in",
+    "exists",
+    "from",
+    "join",
+    "as",
+    "lateral",
+    "any",
+    "all",
+    "some",
+    "using",
+    "materialized",
+    "values",
+    "select",
+    "where",
+    "and",
+    "or",
+    "not",
+    "on",
+    "when",
+    "then",
+    "else",
+    "set",
+    "by",
+];
+
+fn isolation_at(c: &Cursor, i: usize) -> Option<Isolation> {
+    if c.is(i, "serializable") {
+        Some(Isolation::Serializable)
+    } else if c.is(i, "repeatable") {
+        Some(Isolation::RepeatableRead)
+    } else if c.is(i, "read") {
+        Some(Isolation::ReadCommitted)
+    } else {
+        let t = c.t.get(i)?;
+        isolation_from_str(t.text(c.src).trim_matches(['\'', '"']))
+    }
+}
+
+fn isolation_from_str(s: &str) -> Option<Isolation> {
+    let s = s.to_ascii_lowercase().replace(['-', '_'], " ");
+    match s.trim() {
+        "serializable" => Some(Isolation::Serializable),
+        "repeatable read" => Some(Isolation::RepeatableRead),
+        "read committed" | "read uncommitted" => Some(Isolation::ReadCommitted),
+        _ => None,
+    }
+}
+
+/// `ISOLATION LEVEL x` anywhere in the statement.
+fn isolation_clause(c: &Cursor) -> Option<Isolation> {
+    (0..c.t.len())
+        .find(|&i| c.is(i, "isolation") && c.is(i + 1, "level"))
+        .and_then(|i| isolation_at(c, i + 2))
+}
+
+impl Reader<'_> {
+    fn span(&self, range: Range<usize>) -> Span {
+        Span::new(self.file, self.map.host_range(range))
+    }
+
+    fn tok_span(&self, t: &[Token], from: usize, to: usize) -> Span {
+        self.span(t[from].start..t[to].end)
+    }
+
+    /// Facts of one statement, and why sqlparser rejected it if it did.
+    pub fn read(&self, stmt: &RawStatement) -> (Facts, Option<ParseFailure>) {
+        let c = Cursor {
+            src: self.src,
+            t: &stmt.tokens,
+        };
+        let mut f = Facts {
+            kind: self.kind(&c, stmt),
+            ..Facts::default()
+        };
+        f.modifies = matches!(
+            f.kind,
+            StmtKind::Insert | StmtKind::Update | StmtKind::Delete | StmtKind::Merge
+        ) || (0..c.t.len()).any(|i| {
+            c.punct(i, "(")
+                && ["insert", "update", "delete", "merge"]
+                    .iter()
+                    .any(|w| c.is(i + 1, w))
+        }) || c.is(0, "truncate");
+        let mut blank = Vec::new();
+        // Row locks are taken by queries and DML, by cursors over them, and by `EXPLAIN ANALYZE`
+        // (plain `EXPLAIN` runs nothing); `FOR UPDATE` elsewhere is other syntax (`CREATE POLICY`).
+        let runs_query = match f.kind {
+            StmtKind::Select
+            | StmtKind::Insert
+            | StmtKind::Update
+            | StmtKind::Delete
+            | StmtKind::Merge => true,
+            StmtKind::Other if c.is(0, "explain") => {
+                (1..c.t.len().min(6)).any(|i| c.is(i, "analyze") || c.is(i, "analyse"))
+            }
+            StmtKind::Other => c.is(0, "declare"),
+            _ => false,
+        };
+        if runs_query {
+            self.row_locks(&c, &mut f, &mut blank);
+        }
+        self.calls(&c, &mut f);
+        self.tables(&c, &mut f);
+        match f.kind {
+            StmtKind::Transaction => f.tx = self.tx_control(&c),
+            StmtKind::Set => f.set = set_fact(&c),
+            StmtKind::Lock if self.dialect == Dialect::Postgres => {
+                f.table_lock = Some(self.table_lock(&c));
+            }
+            _ => {}
+        }
+        if f.tx.is_none()
+            && f.kind == StmtKind::Set
+            && let Some(iso) = self.set_isolation(&c)
+        {
+            f.kind = StmtKind::Transaction;
+            f.tx = Some(iso);
+            f.set = None;
+        }
+        // sqlparser cannot parse `DO` blocks nor many routine definitions (procedures, most
+        // options); txlint reads their bodies itself and nothing in the header matters here.
+        let own = matches!(f.kind, StmtKind::Do | StmtKind::CreateRoutine);
+        let failure = if own {
+            None
+        } else {
+            self.parse(stmt, &blank).err()
+        };
+        f.parsed = failure.is_none() && !own;
+        (f, failure)
+    }
+
+    fn kind(&self, c: &Cursor, stmt: &RawStatement) -> StmtKind {
+        // The first word of the text sent (a PL/pgSQL condition is sent as `SELECT ...`).
+        let first = stmt
+            .sql
+            .trim_start_matches(|ch: char| ch.is_whitespace() || ch == '(');
+        let first = first
+            .split(|ch: char| !ch.is_ascii_alphanumeric() && ch != '_')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        match first.as_str() {
+            "select" | "values" | "table" | "" => StmtKind::Select,
+            "with" => {
+                let mut depth = 0i32;
+                for (i, t) in c.t.iter().enumerate() {
+                    if t.is_punct(c.src, "(") {
+                        depth += 1;
+                    } else if t.is_punct(c.src, ")") {
+                        depth -= 1;
+                    } else if depth == 0 {
+                        for (w, k) in [
+                            ("insert", StmtKind::Insert),
+                            ("update", StmtKind::Update),
+                            ("delete", StmtKind::Delete),
+                            ("merge", StmtKind::Merge),
+                            ("select", StmtKind::Select),
+                        ] {
+                            if c.is(i, w) {
+                                return k;
+                            }
+                        }
+                    }
+                }
+                StmtKind::Select
+            }
+            "insert" | "replace" => StmtKind::Insert,
+            "update" => StmtKind::Update,
+            "delete" => StmtKind::Delete,
+            "merge" => StmtKind::Merge,
+            "lock" => StmtKind::Lock,
+            "begin" | "start" | "savepoint" | "release" => StmtKind::Transaction,
+            "commit" | "end" | "rollback" | "abort" => {
+                if c.is(1, "prepared") {
+                    StmtKind::Other
+                } else {
+                    StmtKind::Transaction
+                }
+            }
+            "prepare" if c.is(1, "transaction") => StmtKind::Transaction,
+            "set" | "reset" => StmtKind::Set,
+            "copy" => StmtKind::Copy,
+            "call" => StmtKind::Call,
+            "do" => StmtKind::Do,
+            "create"
+                if (1..4).any(|i| c.is(i, "function") || c.is(i, "procedure"))
+                    && !c.is(1, "trigger") =>
+            {
+                StmtKind::CreateRoutine
+            }
+            "create" | "alter" | "drop" | "truncate" | "comment" | "grant" | "revoke"
+            | "vacuum" | "analyze" | "cluster" | "reindex" | "refresh" | "security" => {
+                StmtKind::Ddl
+            }
+            _ => StmtKind::Other,
+        }
+    }
+
+    fn row_locks(&self, c: &Cursor, f: &mut Facts, blank: &mut Vec<Range<usize>>) {
+        let n = c.t.len();
+        let mut i = 0;
+        while i < n {
+            let start = i;
+            let strength = if c.is(i, "for") && c.is(i + 1, "update") {
+                i += 2;
+                RowLockStrength::Update
+            } else if c.is(i, "for") && c.is(i + 1, "share") {
+                i += 2;
+                RowLockStrength::Share
+            } else if c.is(i, "for")
+                && c.is(i + 1, "no")
+                && c.is(i + 2, "key")
+                && c.is(i + 3, "update")
+            {
+                i += 4;
+                RowLockStrength::NoKeyUpdate
+            } else if c.is(i, "for") && c.is(i + 1, "key") && c.is(i + 2, "share") {
+                i += 3;
+                RowLockStrength::KeyShare
+            } else if self.dialect == Dialect::Mysql
+                && c.is(i, "lock")
+                && c.is(i + 1, "in")
+                && c.is(i + 2, "share")
+                && c.is(i + 3, "mode")
+            {
+                i += 4;
+                RowLockStrength::Share
+            } else {
+                i += 1;
+                continue;
+            };
+            let mut of = Vec::new();
+            if c.is(i, "of") {
+                i += 1;
+                while let Some((name, next)) = c.name(i) {
+                    of.push(name);
+                    i = next;
+                    if c.punct(i, ",") {
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            let mut wait = LockWait::Block;
+            if c.is(i, "nowait") {
+                wait = LockWait::Nowait;
+                i += 1;
+            } else if c.is(i, "skip") && c.is(i + 1, "locked") {
+                wait = LockWait::SkipLocked;
+                i += 2;
+            } else if c.is(i, "wait") && c.t.get(i + 1).is_some_and(|t| t.kind == Kind::Number) {
+                i += 2;
+            }
+            let last = i - 1;
+            f.row_locks.push(RowLock {
+                strength,
+                of,
+                wait,
+                span: self.tok_span(c.t, start, last),
+            });
+            blank.push(c.t[start].start..c.t[last].end);
+        }
+    }
+
+    /// Advisory-lock calls, and whether anything else is called.
+    fn calls(&self, c: &Cursor, f: &mut Facts) {
+        let mut i = 0;
+        while i + 1 < c.t.len() {
+            if !(c.t[i].kind == Kind::Word && c.punct(i + 1, "(")) {
+                i += 1;
+                continue;
+            }
+            let name = c.t[i].text(c.src).to_ascii_lowercase();
+            let close = c.close(i + 1);
+            if let Some(&(function, scope, op, shared)) =
+                LOCK_FUNCTIONS.iter().find(|(n, ..)| *n == name)
+            {
+                let args = c.t[i + 1].end..c.t[close].start.max(c.t[i + 1].end);
+                let key = c.src[args].split_whitespace().collect::<Vec<_>>().join(" ");
+                f.advisory.push(AdvisoryCall {
+                    function: function.to_string(),
+                    scope,
+                    op,
+                    shared,
+                    key,
+                    span: self.tok_span(c.t, i, close),
+                });
+                // The key expression is not work the lock protects.
+                i = close + 1;
+                continue;
+            }
+            let subquery = c.is(i + 2, "select") || c.is(i + 2, "with");
+            let qualified = i > 0 && c.punct(i - 1, ".");
+            if !subquery
+                && (qualified || !NOT_WORK.contains(&name.as_str()))
+                && f.kind == StmtKind::Select
+            {
+                f.calls_functions = true;
+            }
+            i += 1;
+        }
+    }
+
+    fn tables(&self, c: &Cursor, f: &mut Facts) {
+        let n = c.t.len();
+        // Whether each open parenthesis is a function call's (a FROM inside is not a table).
+        let mut calls: Vec<bool> = Vec::new();
+        let dml_position = |i: usize| i == 0 || c.punct(i - 1, "(") || c.punct(i - 1, ")");
+        for i in 0..n {
+            if c.punct(i, "(") {
+                let call = i > 0
+                    && c.t[i - 1].kind == Kind::Word
+                    && !c
+                        .word(i - 1)
+                        .is_some_and(|w| NOT_CALL.contains(&w.as_str()))
+                    && !(c.is(i + 1, "select") || c.is(i + 1, "with") || c.is(i + 1, "values"));
+                calls.push(call);
+                continue;
+            }
+            if c.punct(i, ")") {
+                calls.pop();
+                continue;
+            }
+            if calls.last() == Some(&true) {
+                continue;
+            }
+            let target = if dml_position(i) && (c.is(i, "update")) {
+                Some((i + 1, true))
+            } else if dml_position(i)
+                && (((c.is(i, "insert") || c.is(i, "merge") || c.is(i, "replace"))
+                    && c.is(i + 1, "into"))
+                    || (c.is(i, "delete") && c.is(i + 1, "from")))
+            {
+                Some((i + 2, true))
+            } else if (c.is(i, "from") || c.is(i, "join") || c.is(i, "using"))
+                && !(i > 0 && (c.is(i - 1, "delete") || c.is(i - 1, "distinct")))
+                && matches!(
+                    f.kind,
+                    StmtKind::Select
+                        | StmtKind::Insert
+                        | StmtKind::Update
+                        | StmtKind::Delete
+                        | StmtKind::Merge
+                )
+            {
+                Some((i + 1, false))
+            } else {
+                None
+            };
+            let Some((mut at, write)) = target else {
+                continue;
+            };
+            if c.is(at, "only") || c.is(at, "lateral") {
+                at += 1;
+            }
+            while let Some((name, next)) = c.name(at) {
+                if c.punct(next, "(") || is_clause_word(&name) {
+                    break; // a function in FROM, or no table at all
+                }
+                let r = TableRef {
+                    name,
+                    span: self.tok_span(c.t, at, next - 1),
+                };
+                if write {
+                    f.writes.push(r);
+                    break;
+                }
+                f.reads.push(r);
+                // `FROM a x, b y`: skip an alias, continue after a comma.
+                let mut j = next;
+                if c.is(j, "as") {
+                    j += 1;
+                }
+                if c.word(j).is_some_and(|w| !is_clause_word(&w)) {
+                    j += 1;
+                }
+                if c.punct(j, ",") {
+                    at = j + 1;
+                } else {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn tx_control(&self, c: &Cursor) -> Option<TxControl> {
+        let word = |i| c.word(i).unwrap_or_default();
+        let name_at = |i: usize| c.name(i).map(|(n, _)| n).unwrap_or_default();
+        let skip_work = |i: usize| {
+            if c.is(i, "work") || c.is(i, "transaction") {
+                i + 1
+            } else {
+                i
+            }
+        };
+        Some(match word(0).as_str() {
+            "begin" | "start" => TxControl::Begin {
+                isolation: isolation_clause(c),
+            },
+            "commit" | "end" => TxControl::Commit,
+            "rollback" | "abort" => {
+                let i = skip_work(1);
+                if c.is(i, "to") {
+                    let i = if c.is(i + 1, "savepoint") {
+                        i + 2
+                    } else {
+                        i + 1
+                    };
+                    TxControl::RollbackTo(name_at(i))
+                } else {
+                    TxControl::Rollback
+                }
+            }
+            "savepoint" => TxControl::Savepoint(name_at(1)),
+            "release" => TxControl::Release(name_at(if c.is(1, "savepoint") { 2 } else { 1 })),
+            "prepare" => TxControl::PrepareTransaction,
+            _ => return None,
+        })
+    }
+
+    /// `SET TRANSACTION ISOLATION LEVEL`, `SET SESSION CHARACTERISTICS AS TRANSACTION ...`,
+    /// MySQL `SET SESSION TRANSACTION ...`, `SET default_transaction_isolation = ...`.
+    fn set_isolation(&self, c: &Cursor) -> Option<TxControl> {
+        if !c.is(0, "set") {
+            return None;
+        }
+        let session_word = c.is(1, "session");
+        if (1..5).any(|i| c.is(i, "transaction")) && !c.is(1, "global") {
+            let isolation = isolation_clause(c)?;
+            return Some(TxControl::SetIsolation {
+                isolation,
+                session: session_word,
+            });
+        }
+        let at = if session_word || c.is(1, "local") {
+            2
+        } else {
+            1
+        };
+        let var = c.word(at)?;
+        let session = match var.as_str() {
+            "default_transaction_isolation" => true,
+            "transaction_isolation" | "tx_isolation" => self.dialect == Dialect::Mysql,
+            _ => return None,
+        };
+        let value = if c.punct(at + 1, "=") || c.is(at + 1, "to") {
+            at + 2
+        } else {
+            at + 1
+        };
+        let isolation = isolation_at(c, value)?;
+        Some(TxControl::SetIsolation { isolation, session })
+    }
+
+    fn table_lock(&self, c: &Cursor) -> TableLock {
+        let mut tables = Vec::new();
+        let mut i = if c.is(1, "table") { 2 } else { 1 };
+        if c.is(i, "only") {
+            i += 1;
+        }
+        while let Some((name, next)) = c.name(i) {
+            tables.push(TableRef {
+                name,
+                span: self.tok_span(c.t, i, next - 1),
+            });
+            i = next;
+            if c.punct(i, "*") {
+                i += 1;
+            }
+            if c.punct(i, ",") {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let mode = (0..c.t.len())
+            .find(|&i| c.is(i, "in"))
+            .map(|i| {
+                let end = (i + 1..c.t.len()).find(|&j| c.is(j, "mode")).unwrap_or(i);
+                let words: Vec<_> = (i + 1..end).filter_map(|j| c.word(j)).collect();
+                words.join(" ").to_ascii_uppercase()
+            })
+            .unwrap_or_else(|| "ACCESS EXCLUSIVE".to_string());
+        TableLock {
+            tables,
+            mode,
+            span: self.tok_span(c.t, 0, c.t.len() - 1),
+        }
+    }
+
+    /// Hand the statement to sqlparser, with the locking clauses blanked out.
+    fn parse(&self, stmt: &RawStatement, blank: &[Range<usize>]) -> Result<(), ParseFailure> {
+        let mut sql = stmt.sql.clone();
+        let base = stmt.range.start;
+        for r in blank {
+            let (s, e) = (r.start - base + stmt.prefix, r.end - base + stmt.prefix);
+            if e <= sql.len() && sql.is_char_boundary(s) && sql.is_char_boundary(e) {
+                sql.replace_range(s..e, &" ".repeat(e - s));
+            }
+        }
+        let result = Parser::new(self.parser)
+            .try_with_sql(&sql)
+            .and_then(|mut p| p.parse_statements());
+        let err = match result {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let text = match err {
+            ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+            ParserError::RecursionLimitExceeded => "statement nested too deeply".to_string(),
+        };
+        // sqlparser appends " at Line: L, Column: C" (1-based, columns in chars).
+        let (message, at) = match text.rsplit_once(" at Line: ") {
+            Some((msg, pos)) => (msg.to_string(), sql_offset(&sql, pos)),
+            None => (text, None),
+        };
+        let span = match at {
+            Some(off) => {
+                let off = (base + off.saturating_sub(stmt.prefix)).min(stmt.range.end);
+                let end = stmt
+                    .tokens
+                    .iter()
+                    .find(|t| t.start <= off && off < t.end)
+                    .map_or(off, |t| t.end);
+                self.span(off..end.max(off))
+            }
+            None => self.span(stmt.range.clone()),
+        };
+        Err(ParseFailure { span, message })
+    }
+}
+
+/// Byte offset in `sql` of sqlparser's "L, Column: C".
+fn sql_offset(sql: &str, pos: &str) -> Option<usize> {
+    let (line, col) = pos.split_once(", Column: ")?;
+    let line: usize = line.trim().parse().ok()?;
+    let col: usize = col.trim().parse().ok()?;
+    let line_start: usize = sql
+        .split_inclusive('\n')
+        .take(line.checked_sub(1)?)
+        .map(str::len)
+        .sum();
+    let rest = sql.get(line_start..)?;
+    let in_line: usize = rest
+        .chars()
+        .take(col.checked_sub(1)?)
+        .map(char::len_utf8)
+        .sum();
+    Some(line_start + in_line)
+}
+
+fn set_fact(c: &Cursor) -> Option<SetFact> {
+    if !c.is(0, "set") {
+        return None;
+    }
+    let local = c.is(1, "local");
+    let at = if local || c.is(1, "session") { 2 } else { 1 };
+    Some(SetFact {
+        name: c.name(at)?.0,
+        local,
+    })
+}
+
+/// Words that end a table list rather than name a table or alias.
+fn is_clause_word(w: &str) -> bool {
+    matches!(
+        w,
+        "where"
+            | "join"
+            | "inner"
+            | "left"
+            | "right"
+            | "full"
+            | "cross"
+            | "natural"
+            | "on"
+            | "using"
+            | "group"
+            | "order"
+            | "limit"
+            | "offset"
+            | "for"
+            | "union"
+            | "except"
+            | "intersect"
+            | "having"
+            | "window"
+            | "fetch"
+            | "returning"
+            | "set"
+            | "values"
+            | "select"
+            | "when"
+            | "lock"
+            | "tablesample"
+            | "default"
+            | "outer"
+    )
+}

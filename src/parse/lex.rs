@@ -1,0 +1,364 @@
+//! A small SQL tokenizer over byte offsets.
+//!
+//! It knows just enough lexical structure to split scripts and to read the facts this tool is
+//! about (locking clauses, advisory-lock calls, transaction control) without a grammar: strings
+//! of every PostgreSQL and MySQL form, dollar quotes, nested block comments, psql meta-commands
+//! and `:var` interpolations. It never fails: unterminated constructs run to the end of input.
+
+use crate::config::Dialect;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Keyword or unquoted identifier.
+    Word,
+    /// `"ident"` (or MySQL's `` `ident` ``).
+    QuotedIdent,
+    /// Any string literal, including dollar-quoted ones.
+    String,
+    Number,
+    /// `$1`-style parameter.
+    Param,
+    /// psql interpolation `:var`, `:'var'`, `:"var"`.
+    PsqlVar,
+    /// Operators and punctuation; `::` and `:=` are one token.
+    Punct,
+    Semicolon,
+    Comment,
+    /// psql meta-command: backslash up to the end of the line (`\;` is two bytes only).
+    Meta,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub kind: Kind,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Token {
+    pub fn text<'s>(&self, src: &'s str) -> &'s str {
+        &src[self.start..self.end]
+    }
+
+    /// Case-insensitive keyword test for word tokens.
+    pub fn is(&self, src: &str, word: &str) -> bool {
+        self.kind == Kind::Word && self.text(src).eq_ignore_ascii_case(word)
+    }
+
+    pub fn is_punct(&self, src: &str, p: &str) -> bool {
+        self.kind == Kind::Punct && self.text(src) == p
+    }
+}
+
+pub struct Lexer<'a> {
+    src: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    mysql: bool,
+    /// Recognise psql meta-commands and variables (top level of a `.sql` script only).
+    psql: bool,
+}
+
+impl<'a> Lexer<'a> {
+    pub fn new(src: &'a str, dialect: Dialect, psql: bool) -> Self {
+        let mysql = dialect == Dialect::Mysql;
+        Lexer {
+            src,
+            b: src.as_bytes(),
+            pos: 0,
+            mysql,
+            psql: psql && !mysql,
+        }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Skip `COPY ... FROM stdin` data: from the next line up to and including a line `\.`.
+    /// Returns the byte range of the skipped data.
+    pub fn skip_copy_data(&mut self) -> std::ops::Range<usize> {
+        let start = match self.src[self.pos..].find('\n') {
+            Some(i) => self.pos + i + 1,
+            None => self.b.len(),
+        };
+        let mut line = start;
+        while line < self.b.len() {
+            let end = self.src[line..]
+                .find('\n')
+                .map_or(self.b.len(), |i| line + i);
+            if self.src[line..end].trim_end_matches('\r') == "\\." {
+                self.pos = (end + 1).min(self.b.len());
+                return start..line;
+            }
+            line = end + 1;
+        }
+        self.pos = self.b.len();
+        start..self.b.len()
+    }
+
+    fn peek(&self, ahead: usize) -> u8 {
+        self.b.get(self.pos + ahead).copied().unwrap_or(0)
+    }
+
+    fn tok(&mut self, kind: Kind, start: usize) -> Option<Token> {
+        Some(Token {
+            kind,
+            start,
+            end: self.pos,
+        })
+    }
+
+    /// Skip a quoted run starting at the opening quote; `backslash` enables `\x` escapes.
+    fn quoted(&mut self, q: u8, backslash: bool) {
+        self.pos += 1;
+        while self.pos < self.b.len() {
+            let c = self.b[self.pos];
+            if backslash && c == b'\\' {
+                self.pos += 2;
+            } else if c == q {
+                if self.peek(1) == q {
+                    self.pos += 2;
+                } else {
+                    self.pos += 1;
+                    return;
+                }
+            } else {
+                self.pos += 1;
+            }
+        }
+        self.pos = self.b.len();
+    }
+
+    /// `$tag$` at the current position, if any: returns the tag length including both `$`.
+    fn dollar_tag(&self) -> Option<usize> {
+        let rest = &self.b[self.pos + 1..];
+        if rest.first().is_some_and(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let n = rest
+            .iter()
+            .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80)
+            .count();
+        (rest.get(n) == Some(&b'$')).then_some(n + 2)
+    }
+
+    fn skip_line(&mut self) {
+        self.pos = self.src[self.pos..]
+            .find('\n')
+            .map_or(self.b.len(), |i| self.pos + i);
+    }
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
+}
+
+impl Iterator for Lexer<'_> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        while self.pos < self.b.len() && self.b[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        let c = *self.b.get(self.pos)?;
+        let next = self.peek(1);
+        match c {
+            b'-' if next == b'-' => {
+                self.skip_line();
+                self.tok(Kind::Comment, start)
+            }
+            b'#' if self.mysql => {
+                self.skip_line();
+                self.tok(Kind::Comment, start)
+            }
+            b'/' if next == b'*' => {
+                let mut depth = 0usize;
+                while self.pos < self.b.len() {
+                    if self.b[self.pos] == b'/' && self.peek(1) == b'*' {
+                        depth += 1;
+                        self.pos += 2;
+                    } else if self.b[self.pos] == b'*' && self.peek(1) == b'/' {
+                        depth -= 1;
+                        self.pos += 2;
+                        if depth == 0 || self.mysql {
+                            break;
+                        }
+                    } else {
+                        self.pos += 1;
+                    }
+                }
+                self.pos = self.pos.min(self.b.len());
+                self.tok(Kind::Comment, start)
+            }
+            b'\'' => {
+                self.quoted(b'\'', self.mysql);
+                self.tok(Kind::String, start)
+            }
+            b'"' => {
+                self.quoted(b'"', self.mysql);
+                let kind = if self.mysql {
+                    Kind::String
+                } else {
+                    Kind::QuotedIdent
+                };
+                self.tok(kind, start)
+            }
+            b'`' if self.mysql => {
+                self.quoted(b'`', false);
+                self.tok(Kind::QuotedIdent, start)
+            }
+            b'e' | b'E' if next == b'\'' => {
+                self.pos += 1;
+                self.quoted(b'\'', true);
+                self.tok(Kind::String, start)
+            }
+            b'b' | b'B' | b'x' | b'X' | b'n' | b'N' if next == b'\'' => {
+                self.pos += 1;
+                self.quoted(b'\'', self.mysql);
+                self.tok(Kind::String, start)
+            }
+            b'u' | b'U' if next == b'&' && self.peek(2) == b'\'' => {
+                self.pos += 2;
+                self.quoted(b'\'', false);
+                self.tok(Kind::String, start)
+            }
+            b'$' if next.is_ascii_digit() => {
+                self.pos += 1;
+                while self.peek(0).is_ascii_digit() {
+                    self.pos += 1;
+                }
+                self.tok(Kind::Param, start)
+            }
+            b'$' if !self.mysql && self.dollar_tag().is_some() => {
+                let n = self.dollar_tag().unwrap_or(1);
+                let tag = &self.src[start..start + n];
+                self.pos = match self.src[start + n..].find(tag) {
+                    Some(i) => start + n + i + n,
+                    None => self.b.len(),
+                };
+                self.tok(Kind::String, start)
+            }
+            b'\\' if self.psql => {
+                if next == b';' {
+                    self.pos += 2;
+                } else {
+                    self.skip_line();
+                }
+                self.tok(Kind::Meta, start)
+            }
+            b':' if next == b':' || next == b'=' => {
+                self.pos += 2;
+                self.tok(Kind::Punct, start)
+            }
+            b':' if self.psql && psql_var_context(self.b, start) => {
+                if next == b'\'' || next == b'"' {
+                    self.pos += 1;
+                    self.quoted(next, false);
+                    return self.tok(Kind::PsqlVar, start);
+                }
+                if is_ident_start(next) {
+                    self.pos += 1;
+                    while is_ident(self.peek(0)) {
+                        self.pos += 1;
+                    }
+                    return self.tok(Kind::PsqlVar, start);
+                }
+                self.pos += 1;
+                self.tok(Kind::Punct, start)
+            }
+            b';' => {
+                self.pos += 1;
+                self.tok(Kind::Semicolon, start)
+            }
+            c if c.is_ascii_digit() || (c == b'.' && next.is_ascii_digit()) => {
+                while self.pos < self.b.len() {
+                    let d = self.b[self.pos];
+                    let exp_sign = (d == b'+' || d == b'-')
+                        && matches!(self.b[self.pos - 1], b'e' | b'E')
+                        && self.b[start..self.pos]
+                            .iter()
+                            .all(|c| !c.is_ascii_alphabetic() || *c == b'e' || *c == b'E');
+                    if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || exp_sign {
+                        // `1..2` (ranges) stops before the second dot.
+                        if d == b'.' && self.peek(1) == b'.' {
+                            break;
+                        }
+                        self.pos += 1;
+                    } else {
+                        break;
+                    }
+                }
+                self.tok(Kind::Number, start)
+            }
+            c if is_ident_start(c) => {
+                while self.pos < self.b.len() && is_ident(self.b[self.pos]) {
+                    self.pos += 1;
+                }
+                self.tok(Kind::Word, start)
+            }
+            _ => {
+                // One character of punctuation (whole UTF-8 sequence for non-ASCII).
+                self.pos += self.src[start..].chars().next().map_or(1, char::len_utf8);
+                self.tok(Kind::Punct, start)
+            }
+        }
+    }
+}
+
+/// `:name` is a psql variable unless it continues a word (`a[lo:hi]`, `x:y`).
+fn psql_var_context(b: &[u8], colon: usize) -> bool {
+    colon == 0 || {
+        let p = b[colon - 1];
+        !(is_ident(p) || p == b']' || p == b')' || p == b'\'' || p == b'"')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(src: &str) -> Vec<(Kind, &str)> {
+        Lexer::new(src, Dialect::Postgres, true)
+            .map(|t| (t.kind, t.text(src)))
+            .collect()
+    }
+
+    #[test]
+    fn strings_and_comments() {
+        let src = "select E'a\\'b', 'it''s', $f$ ; $f$, $$x$$, /* a /* b */ c */ x -- c\n;";
+        let k = kinds(src);
+        assert_eq!(k[1], (Kind::String, "E'a\\'b'"));
+        assert_eq!(k[3], (Kind::String, "'it''s'"));
+        assert_eq!(k[5], (Kind::String, "$f$ ; $f$"));
+        assert_eq!(k[7], (Kind::String, "$$x$$"));
+        assert_eq!(k[9], (Kind::Comment, "/* a /* b */ c */"));
+        assert_eq!(k[10], (Kind::Word, "x"));
+        assert_eq!(k[11].0, Kind::Comment);
+        assert_eq!(k[12].0, Kind::Semicolon);
+    }
+
+    #[test]
+    fn psql_constructs() {
+        let src = "select :'v', :w, a[lo:hi], x::int, $1 \\gset\n";
+        let k = kinds(src);
+        assert_eq!(k[1], (Kind::PsqlVar, ":'v'"));
+        assert_eq!(k[3], (Kind::PsqlVar, ":w"));
+        assert!(k.iter().all(|t| t.1 != ":hi"));
+        assert!(k.contains(&(Kind::Punct, "::")));
+        assert!(k.contains(&(Kind::Param, "$1")));
+        assert_eq!(k.last(), Some(&(Kind::Meta, "\\gset")));
+    }
+
+    #[test]
+    fn unterminated_runs_to_end() {
+        assert_eq!(kinds("'abc"), vec![(Kind::String, "'abc")]);
+        assert_eq!(kinds("$x$ abc"), vec![(Kind::String, "$x$ abc")]);
+        assert_eq!(kinds("/* abc"), vec![(Kind::Comment, "/* abc")]);
+    }
+}

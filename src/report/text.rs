@@ -1,0 +1,196 @@
+//! The human report: miette's graphical rendering of each finding, then a summary line.
+
+use std::fmt;
+
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
+
+use super::{TextStyle, counts};
+use crate::Run;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::source::{SourceFile, Span};
+
+/// A source file as miette reads it, named by its display path, without copying its text.
+struct Source<'a>(&'a SourceFile);
+
+impl SourceCode for Source<'_> {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner = self.0.text.as_str().read_span(span, before, after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.0.display.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+/// One finding (or a label in another file, as a related item) as a miette diagnostic.
+struct Report<'a> {
+    code: Option<&'a str>,
+    severity: miette::Severity,
+    message: &'a str,
+    help: Option<&'a str>,
+    source: Source<'a>,
+    labels: Vec<LabeledSpan>,
+    related: Vec<Report<'a>>,
+}
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message)
+    }
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.code.map(|c| Box::new(c) as Box<dyn fmt::Display>)
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(self.severity)
+    }
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.help.map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(&self.source)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        Some(Box::new(self.labels.iter().cloned()))
+    }
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn miette::Diagnostic> + 'b>> {
+        if self.related.is_empty() {
+            return None;
+        }
+        Some(Box::new(
+            self.related.iter().map(|r| r as &dyn miette::Diagnostic),
+        ))
+    }
+}
+
+fn source_span(span: Span) -> SourceSpan {
+    (span.start, span.end - span.start).into()
+}
+
+fn report<'a>(run: &'a Run, d: &'a Diagnostic) -> Report<'a> {
+    let files = &run.program.files;
+    let mut labels = vec![LabeledSpan::new_primary_with_span(
+        d.note.clone(),
+        source_span(d.span),
+    )];
+    let mut related = Vec::new();
+    for l in &d.labels {
+        if l.span.file == d.span.file {
+            labels.push(LabeledSpan::new_with_span(
+                Some(l.message.clone()),
+                source_span(l.span),
+            ));
+        } else {
+            related.push(Report {
+                code: None,
+                severity: miette::Severity::Advice,
+                message: &l.message,
+                help: None,
+                source: Source(&files[l.span.file]),
+                labels: vec![LabeledSpan::new_primary_with_span(
+                    None,
+                    source_span(l.span),
+                )],
+                related: Vec::new(),
+            });
+        }
+    }
+    Report {
+        code: Some(d.rule),
+        severity: match d.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        },
+        message: &d.message,
+        help: d.help.as_deref(),
+        source: Source(&files[d.span.file]),
+        labels,
+        related,
+    }
+}
+
+/// Every finding, rendered; no summary (the fixture snapshots use this).
+pub fn render_findings(run: &Run, style: TextStyle) -> String {
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(style.width)
+        .with_links(false);
+    let mut out = String::new();
+    for d in &run.diagnostics {
+        let r = report(run, d);
+        if handler.render_report(&mut out, &r).is_err() {
+            // Never lose a finding to a rendering problem: fall back to one line.
+            let lc = run.program.files[d.span.file].line_col(d.span.start);
+            out += &format!(
+                "{}:{}:{}: {}: {}\n",
+                run.program.files[d.span.file].display, lc.line, lc.column, d.rule, d.message
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn render(run: &Run, style: TextStyle) -> String {
+    let mut out = render_findings(run, style);
+    out += &summary(run);
+    out.push('\n');
+    out
+}
+
+/// `checked 3 files, 40 statements (38 parsed, 2 read from tokens only) in 0.01s: 1 error, 2 warnings`
+pub fn summary(run: &Run) -> String {
+    let (errors, warnings) = counts(run);
+    let files = run.program.files.len();
+    let s = run.stats;
+    let findings = match (errors, warnings) {
+        (0, 0) => "no findings".to_string(),
+        _ => format!(
+            "{}, {}",
+            plural(errors, "error"),
+            plural(warnings, "warning")
+        ),
+    };
+    format!(
+        "checked {}, {} ({} parsed, {} read from tokens only) in {:.2}s: {findings}",
+        plural(files, "file"),
+        plural(s.statements, "statement"),
+        s.parsed,
+        s.fallback,
+        run.elapsed.as_secs_f64(),
+    )
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}

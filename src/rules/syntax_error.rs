@@ -1,0 +1,30 @@
+//! `syntax-error`: a statement sqlparser could not parse.
+
+use super::Rule;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::parse::facts::ParseFailure;
+
+pub const RULE: Rule = Rule {
+    name: "syntax-error",
+    severity: Severity::Warning,
+    doc: include_str!("../../rules/syntax-error.md"),
+    check: None,
+};
+
+pub fn syntax_error_diagnostic(failure: &ParseFailure) -> Diagnostic {
+    let message = failure.message.trim_end_matches('.');
+    let message = message
+        .strip_prefix("sql parser error: ")
+        .unwrap_or(message);
+    Diagnostic::new(&RULE, failure.span, format!("statement could not be parsed: {}", lower_first(message)))
+        .note("parsed up to here")
+        .help("if PostgreSQL accepts this statement, txlint still read its locks and transaction control from its tokens; other facts of it are not analysed")
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,164 @@
+//! `xact-lock-outside-transaction`: a transaction-scoped lock where the transaction ends with
+//! the statement, or released by `ROLLBACK TO SAVEPOINT` before the work it protects.
+
+use super::{Context, Rule};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::*;
+use crate::source::Span;
+
+pub const RULE: Rule = Rule {
+    name: "xact-lock-outside-transaction",
+    severity: Severity::Error,
+    doc: include_str!("../../rules/xact-lock-outside-transaction.md"),
+    check: Some(check),
+};
+
+fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+    for tx in cx.program.units.iter().flat_map(|u| &u.transactions) {
+        if tx.scope.is_autocommit() {
+            autocommit(tx, out);
+        } else if tx.scope != Scope::Unknown {
+            savepoints(tx, out);
+        }
+    }
+}
+
+/// Locks taken where the transaction is the statement (or the simple-query message).
+fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
+    // A transaction object cannot be in autocommit, and an unknown executor may be one.
+    if matches!(tx.executor, Executor::Transaction | Executor::Unknown) {
+        return;
+    }
+    for (i, step) in tx.steps.iter().enumerate() {
+        let f = &step.facts;
+        // The statement does its work itself (a data-modifying CTE, an UPDATE with a locking
+        // subquery): the lock lasts exactly as long as that work.
+        if f.modifies {
+            continue;
+        }
+        // Later statements of the same simple-query message still run under the lock.
+        if i + 1 < tx.steps.len() {
+            continue;
+        }
+        for a in f
+            .advisory
+            .iter()
+            .filter(|a| a.scope == LockScope::Transaction)
+        {
+            // `SELECT pg_advisory_xact_lock(1), refresh_totals()`: the work is in the statement.
+            if f.calls_functions {
+                continue;
+            }
+            let call = format!("{}({})", a.function, a.key);
+            out.push(
+                Diagnostic::new(
+                    &RULE,
+                    a.span,
+                    format!("`{call}` is taken {} and released when this statement ends, before any work it should protect", outside(tx.executor)),
+                )
+                .note("released at the end of this statement")
+                .in_statement(step.span)
+                .help(format!(
+                    "take the lock inside the transaction that does the protected work (`BEGIN; SELECT {call}; ...; COMMIT;`), or use the session-level `{}` with a matching unlock on the same connection",
+                    a.function.replace("_xact", "")
+                )),
+            );
+        }
+        for l in &f.row_locks {
+            out.push(
+                Diagnostic::new(
+                    &RULE,
+                    l.span,
+                    format!("`{}` is taken {} and the row locks are released when this statement ends", l.strength.sql(), outside(tx.executor)),
+                )
+                .note("rows unlocked again at the end of this statement")
+                .in_statement(step.span)
+                .help("run the locking read and the statements that depend on it in one transaction (`BEGIN; SELECT ... FOR UPDATE; UPDATE ...; COMMIT;`), or do the read and the write in one statement"),
+            );
+        }
+        if let Some(l) = &f.table_lock {
+            out.push(
+                Diagnostic::new(
+                    &RULE,
+                    l.span,
+                    format!("`LOCK TABLE` is used {}: PostgreSQL refuses it there (25P01), and no lock would outlive the statement", outside(tx.executor)),
+                )
+                .in_statement(step.span)
+                .help("put `LOCK TABLE` inside `BEGIN ... COMMIT`, before the statements it protects"),
+            );
+        }
+    }
+}
+
+fn outside(executor: Executor) -> &'static str {
+    match executor {
+        Executor::Pool => "through a connection pool with no transaction open",
+        Executor::PooledConnection | Executor::Connection => {
+            "on a connection with no transaction open"
+        }
+        _ => "outside a transaction (autocommit)",
+    }
+}
+
+/// `ROLLBACK TO SAVEPOINT s` releases every lock taken after `s`; work that follows it runs
+/// unprotected unless the lock is taken again first.
+fn savepoints(tx: &Transaction, out: &mut Vec<Diagnostic>) {
+    // Locks held: (where taken, what).
+    let mut held: Vec<(Span, String)> = Vec::new();
+    // Savepoints: (name, number of locks held when it was set).
+    let mut marks: Vec<(&str, usize)> = Vec::new();
+    for (i, step) in tx.steps.iter().enumerate() {
+        match &step.facts.tx {
+            Some(TxControl::Savepoint(name)) => marks.push((name, held.len())),
+            Some(TxControl::Release(name)) => {
+                if let Some(p) = marks.iter().rposition(|(n, _)| n == name) {
+                    marks.truncate(p);
+                }
+            }
+            Some(TxControl::RollbackTo(name)) => {
+                let Some(p) = marks.iter().rposition(|(n, _)| n == name) else {
+                    continue;
+                };
+                let released: Vec<_> = held.drain(marks[p].1..).collect();
+                marks.truncate(p + 1);
+                if let Some(d) = released_then_work(&released, step, &tx.steps[i + 1..]) {
+                    out.push(d);
+                }
+            }
+            _ => held.extend(step.facts.xact_locks()),
+        }
+    }
+}
+
+fn released_then_work(
+    released: &[(Span, String)],
+    rollback: &Step,
+    rest: &[Step],
+) -> Option<Diagnostic> {
+    let (lock_span, what) = released.first()?;
+    for step in rest {
+        if step.facts.tx.is_some() {
+            continue;
+        }
+        // Taking the same lock again before the work is the correct retry.
+        if step
+            .facts
+            .xact_locks()
+            .any(|(_, w)| released.iter().any(|(_, r)| *r == w))
+        {
+            return None;
+        }
+        return Some(
+            Diagnostic::new(
+                &RULE,
+                rollback.span,
+                format!("this `ROLLBACK TO SAVEPOINT` releases {what}, so the statements after it run without the lock"),
+            )
+            .note("releases the locks taken after the savepoint")
+            .label(*lock_span, "lock taken here, after the savepoint")
+            .label(step.span, "runs without the lock")
+            .help("take the lock before the savepoint, or take it again after rolling back to the savepoint"),
+        );
+    }
+    None
+}

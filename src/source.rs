@@ -1,0 +1,219 @@
+//! Source files, byte spans and the byte -> line/column conversion.
+//!
+//! Everything inside txlint works on byte offsets into the host file; lines and columns are
+//! computed only when a diagnostic is printed (ruff's habit).
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// Index of a file in [`crate::model::Program::files`].
+pub type FileId = usize;
+
+/// A byte range in one host file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    pub file: FileId,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(file: FileId, range: Range<usize>) -> Self {
+        Span {
+            file,
+            start: range.start,
+            end: range.end,
+        }
+    }
+
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+
+    /// The smallest span covering both (same file assumed).
+    pub fn cover(self, other: Span) -> Span {
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// A file of the run: its path as shown to users and its text.
+#[derive(Debug)]
+pub struct SourceFile {
+    /// Path as found on disk.
+    pub path: PathBuf,
+    /// Path shown in reports: relative to the working directory where possible, `/`-separated.
+    pub display: String,
+    pub text: String,
+    pub lines: LineIndex,
+}
+
+impl SourceFile {
+    pub fn new(path: PathBuf, display: String, text: String) -> Self {
+        let lines = LineIndex::new(&text);
+        SourceFile {
+            path,
+            display,
+            text,
+            lines,
+        }
+    }
+
+    /// 1-based line and column (in chars) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> LineCol {
+        self.lines.line_col(&self.text, offset)
+    }
+
+    /// The text of the 1-based line `line`, without its line break.
+    pub fn line_text(&self, line: usize) -> &str {
+        let start = self
+            .lines
+            .starts
+            .get(line - 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        let end = self
+            .lines
+            .starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
+        self.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+}
+
+/// A position for people: 1-based line, 1-based column counted in Unicode scalar values, and
+/// the same column counted in UTF-16 code units (what LSP clients expect by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineCol {
+    pub line: usize,
+    pub column: usize,
+    pub column_utf16: usize,
+}
+
+/// Byte offsets of line starts.
+#[derive(Debug, Default)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    pub fn line_col(&self, text: &str, offset: usize) -> LineCol {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let line_start = self.starts[line - 1];
+        let before = &text[line_start..offset];
+        LineCol {
+            line,
+            column: before.chars().count() + 1,
+            column_utf16: before.encode_utf16().count() + 1,
+        }
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// Maps byte offsets in an extracted snippet (a function body, the value of a Rust string
+/// literal) back to byte offsets in the host file.
+///
+/// Stored as segment starts: within a segment, snippet and host advance together. Escapes in
+/// the host (`''` in a quoted body, `\n` in a Rust literal) start a new segment.
+#[derive(Clone, Debug)]
+pub struct OffsetMap {
+    /// (snippet offset, host offset), sorted by snippet offset, first entry at snippet offset 0.
+    segments: Vec<(usize, usize)>,
+}
+
+impl OffsetMap {
+    /// The snippet starts at `host_start` and is a verbatim copy of the host text.
+    pub fn shifted(host_start: usize) -> Self {
+        OffsetMap {
+            segments: vec![(0, host_start)],
+        }
+    }
+
+    /// Start a new segment: snippet offset `snippet` corresponds to host offset `host`.
+    pub fn push(&mut self, snippet: usize, host: usize) {
+        if let Some(last) = self.segments.last_mut()
+            && last.0 == snippet
+        {
+            last.1 = host;
+            return;
+        }
+        self.segments.push((snippet, host));
+    }
+
+    pub fn host(&self, snippet: usize) -> usize {
+        let i = self.segments.partition_point(|&(s, _)| s <= snippet);
+        let (s, h) = self.segments[i.saturating_sub(1)];
+        h + snippet.saturating_sub(s)
+    }
+
+    /// Host range of a snippet range (the end stays exclusive across segment boundaries).
+    pub fn host_range(&self, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let start = self.host(range.start);
+        let end = if range.end > range.start {
+            self.host(range.end - 1) + 1
+        } else {
+            start
+        };
+        start..end
+    }
+
+    /// Compose: a map for a snippet taken at `offset` inside this map's snippet.
+    pub fn sub(&self, offset: usize) -> Self {
+        let mut segments = vec![(0, self.host(offset))];
+        segments.extend(
+            self.segments
+                .iter()
+                .filter(|&&(s, _)| s > offset)
+                .map(|&(s, h)| (s - offset, h)),
+        );
+        OffsetMap { segments }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_chars_and_utf16() {
+        let text = "ab\nçé𝄞x\n";
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.line_col(text, 0).line, 1);
+        let x = text.find('x').unwrap();
+        let lc = idx.line_col(text, x);
+        assert_eq!((lc.line, lc.column, lc.column_utf16), (2, 4, 5));
+    }
+
+    #[test]
+    fn offset_map_segments() {
+        let mut m = OffsetMap::shifted(10);
+        m.push(5, 16); // one escaped char dropped at snippet offset 5
+        assert_eq!(m.host(0), 10);
+        assert_eq!(m.host(4), 14);
+        assert_eq!(m.host(5), 16);
+        assert_eq!(m.sub(3).host(0), 13);
+        assert_eq!(m.sub(3).host(3), 17);
+    }
+}
