@@ -65,17 +65,6 @@ pub enum RowLockStrength {
     KeyShare,
 }
 
-impl RowLockStrength {
-    pub fn sql(self) -> &'static str {
-        match self {
-            RowLockStrength::Update => "FOR UPDATE",
-            RowLockStrength::NoKeyUpdate => "FOR NO KEY UPDATE",
-            RowLockStrength::Share => "FOR SHARE",
-            RowLockStrength::KeyShare => "FOR KEY SHARE",
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockWait {
     Block,
@@ -88,6 +77,8 @@ pub enum LockWait {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowLock {
     pub strength: RowLockStrength,
+    /// The clause as written, keywords upper-cased (`FOR UPDATE OF a SKIP LOCKED`).
+    pub clause: String,
     pub of: Vec<String>,
     pub wait: LockWait,
     pub span: Span,
@@ -163,7 +154,7 @@ impl Facts {
         let rows = self
             .row_locks
             .iter()
-            .map(|l| (l.span, format!("`{}`", l.strength.sql())));
+            .map(|l| (l.span, format!("`{}`", l.clause)));
         let table = self
             .table_lock
             .iter()

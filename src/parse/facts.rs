@@ -425,8 +425,25 @@ impl Reader<'_> {
                 i += 2;
             }
             let last = i - 1;
+            let clause: Vec<String> = c.t[start..i]
+                .iter()
+                .map(|t| {
+                    let text = t.text(c.src);
+                    const KEYWORDS: &[&str] = &[
+                        "for", "update", "no", "key", "share", "of", "nowait", "skip", "locked",
+                        "lock", "in", "mode", "wait",
+                    ];
+                    if t.kind == Kind::Word && KEYWORDS.iter().any(|k| text.eq_ignore_ascii_case(k))
+                    {
+                        text.to_ascii_uppercase()
+                    } else {
+                        text.to_string()
+                    }
+                })
+                .collect();
             f.row_locks.push(RowLock {
                 strength,
+                clause: clause.join(" ").replace(" ,", ","),
                 of,
                 wait,
                 span: self.tok_span(c.t, start, last),
@@ -697,7 +714,11 @@ impl Reader<'_> {
                     .map_or(off, |t| t.end);
                 self.span(off..end.max(off))
             }
-            None => self.span(stmt.range.clone()),
+            // At the end of the statement sqlparser gives no position: point at the last token.
+            None => match stmt.tokens.last() {
+                Some(t) if message.contains("found: EOF") => self.span(t.start..t.end),
+                _ => self.span(stmt.range.clone()),
+            },
         };
         Err(ParseFailure { span, message })
     }

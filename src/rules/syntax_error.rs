@@ -15,8 +15,11 @@ pub fn syntax_error_diagnostic(failure: &ParseFailure) -> Diagnostic {
     let message = failure.message.trim_end_matches('.');
     let message = message
         .strip_prefix("sql parser error: ")
-        .unwrap_or(message);
-    Diagnostic::new(&RULE, failure.span, format!("statement could not be parsed: {}", lower_first(message)))
+        .unwrap_or(message)
+        .replace("Expected: ", "expected ")
+        .replace(", found: EOF", ", found the end of the statement")
+        .replace(", found: ", ", found ");
+    Diagnostic::new(&RULE, failure.span, format!("statement could not be parsed: {}", lower_first(&message)))
         .note("parsed up to here")
         .help("if PostgreSQL accepts this statement, txlint still read its locks and transaction control from its tokens; other facts of it are not analysed")
 }

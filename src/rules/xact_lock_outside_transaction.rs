@@ -69,7 +69,7 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
                 Diagnostic::new(
                     &RULE,
                     l.span,
-                    format!("`{}` is taken {} and the row locks are released when this statement ends", l.strength.sql(), outside(tx.executor)),
+                    format!("`{}` is taken {} and the row locks are released when this statement ends", l.clause, outside(tx.executor)),
                 )
                 .note("rows unlocked again at the end of this statement")
                 .in_statement(step.span)
