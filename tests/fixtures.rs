@@ -72,7 +72,7 @@ fn check(path: &Path) -> Result<(), String> {
             "{display}: a valid_ fixture cannot expect findings"
         ));
     }
-    if name.starts_with("valid_") == false && want.is_empty() {
+    if !name.starts_with("valid_") && want.is_empty() {
         return Err(format!("{display}: expects nothing; name it valid_*"));
     }
     if got != want {
