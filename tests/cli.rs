@@ -1,0 +1,257 @@
+//! The `txlint` binary end to end: exit codes, formats, discovery, configuration errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh folder under the system temp dir, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!("txlint-cli-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+    fn write(&self, rel: &str, text: &str) -> &Self {
+        let p = self.0.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+        self
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn txlint(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run txlint")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const BAD: &str = "SELECT pg_advisory_xact_lock(1);\n";
+const GOOD: &str = "BEGIN;\nSELECT pg_advisory_xact_lock(1);\nCOMMIT;\n";
+const WARN: &str = "SELECT * FROM t WHERE;\n";
+
+#[test]
+fn exit_codes() {
+    let d = Dir::new("exit");
+    d.write("good.sql", GOOD);
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("checked 1 file, 3 statements"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("no findings"));
+
+    d.write("bad.sql", BAD);
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(
+        out.contains("xact-lock-outside-transaction") && out.contains("bad.sql:1:8"),
+        "{out}"
+    );
+    assert!(!out.contains('\u{1b}'), "no colour when not a terminal");
+
+    let w = Dir::new("warn");
+    w.write("w.sql", WARN);
+    assert_eq!(txlint(w.path(), &["check"]).status.code(), Some(1));
+    assert_eq!(
+        txlint(w.path(), &["check", "--fail-on", "error"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_message() {
+    let d = Dir::new("usage");
+    let o = txlint(d.path(), &["check", "missing.sql"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no such file or folder: missing.sql"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no .sql files found"), "{}", stderr(&o));
+
+    let o = txlint(d.path(), &["check", "--format", "xml"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let o = txlint(d.path(), &["explain", "no-such-rule"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bad_config_names_file_key_and_line() {
+    let d = Dir::new("config");
+    d.write("a.sql", GOOD).write(
+        "txlint.toml",
+        "dialect = \"postgres\"\n[sql]\nmood = \"script\"\n",
+    );
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("txlint.toml:3:") && err.contains("mood"),
+        "{err}"
+    );
+
+    // Found from a subfolder too.
+    d.write("sub/b.sql", GOOD);
+    let o = txlint(&d.path().join("sub"), &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn config_turns_rules_off_and_sets_mode() {
+    let d = Dir::new("config-ok");
+    d.write("a.sql", BAD);
+    d.write("txlint.toml", "[sql]\nmode = \"transaction\"\n");
+    assert_eq!(txlint(d.path(), &["check"]).status.code(), Some(0));
+    d.write(
+        "txlint.toml",
+        "[rules]\nxact-lock-outside-transaction = \"warning\"\n",
+    );
+    let o = txlint(d.path(), &["check", "--fail-on", "error"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("1 warning"), "{}", stdout(&o));
+    d.write(
+        "other.toml",
+        "[rules]\nxact-lock-outside-transaction = \"off\"\n",
+    );
+    assert_eq!(
+        txlint(d.path(), &["check", "--config", "other.toml"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn json_to_output_file() {
+    let d = Dir::new("json");
+    d.write("bad.sql", BAD);
+    let o = txlint(
+        d.path(),
+        &["check", "--format", "json", "--output", "out.json"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).is_empty());
+    assert!(
+        stderr(&o).contains("checked 1 file"),
+        "summary goes to stderr: {}",
+        stderr(&o)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("out.json")).unwrap()).unwrap();
+    assert_eq!(json["diagnostics"][0]["path"], "bad.sql");
+    assert_eq!(json["diagnostics"][0]["start"]["line"], 1);
+}
+
+#[test]
+fn walking_respects_gitignore_hidden_and_build_folders() {
+    let d = Dir::new("walk");
+    d.write(".gitignore", "ignored/\n")
+        .write("ignored/a.sql", BAD)
+        .write(".hidden/a.sql", BAD)
+        .write("target/a.sql", BAD)
+        .write("node_modules/x/a.sql", BAD)
+        .write("db/ok.sql", GOOD)
+        .write("notes.txt", BAD);
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("checked 1 file"), "{}", stdout(&o));
+}
+
+#[test]
+fn excludes_and_force_exclude() {
+    let d = Dir::new("exclude");
+    d.write("txlint.toml", "exclude = [\"legacy/**\"]\n")
+        .write("legacy/old.sql", BAD)
+        .write("new.sql", GOOD);
+    assert_eq!(txlint(d.path(), &["check"]).status.code(), Some(0));
+    // Named explicitly, an excluded file is linted...
+    assert_eq!(
+        txlint(d.path(), &["check", "legacy/old.sql"]).status.code(),
+        Some(1)
+    );
+    // ...unless --force-exclude (what pre-commit passes).
+    let o = txlint(d.path(), &["check", "--force-exclude", "legacy/old.sql"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = txlint(
+        d.path(),
+        &["check", "--force-exclude", "legacy/old.sql", "new.sql"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("checked 1 file"));
+}
+
+#[test]
+fn bad_input_is_reported_and_the_run_goes_on() {
+    let d = Dir::new("bad-input");
+    std::fs::write(d.path().join("latin1.sql"), b"SELECT 'caf\xe9';\n").unwrap();
+    d.write("b.sql", BAD).write(
+        "deep.sql",
+        &format!("SELECT {}1{};\n", "(".repeat(5000), ")".repeat(5000)),
+    );
+    let o = txlint(d.path(), &["check", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rules: Vec<&str> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap())
+        .collect();
+    assert!(rules.contains(&"read-error"), "{rules:?}");
+    assert!(
+        rules.contains(&"xact-lock-outside-transaction"),
+        "{rules:?}"
+    );
+    assert!(
+        rules.contains(&"syntax-error"),
+        "deep nesting is a syntax error, not a crash: {rules:?}"
+    );
+    assert_eq!(json["summary"]["files"], 3);
+}
+
+#[test]
+fn rules_and_explain() {
+    let d = Dir::new("rules");
+    let o = txlint(d.path(), &["rules"]);
+    assert_eq!(o.status.code(), Some(0));
+    for r in txlint::rules::ALL {
+        assert!(stdout(&o).contains(r.name));
+    }
+    let o = txlint(d.path(), &["explain", "xact-lock-outside-transaction"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).starts_with("# xact-lock-outside-transaction"));
+    let o = txlint(d.path(), &["--help"]);
+    assert!(stdout(&o).contains("check") && stdout(&o).contains("explain"));
+}
