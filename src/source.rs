@@ -168,15 +168,11 @@ impl OffsetMap {
         h + snippet.saturating_sub(s)
     }
 
-    /// Host range of a snippet range (the end stays exclusive across segment boundaries).
+    /// Host range of a snippet range. The end maps like any offset: a range that ends with an
+    /// escaped character (`''` kept as `'`) ends after the whole escape in the host.
     pub fn host_range(&self, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
         let start = self.host(range.start);
-        let end = if range.end > range.start {
-            self.host(range.end - 1) + 1
-        } else {
-            start
-        };
-        start..end
+        start..self.host(range.end).max(start)
     }
 
     /// Compose: a map for a snippet taken at `offset` inside this map's snippet.

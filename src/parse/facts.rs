@@ -491,12 +491,23 @@ impl Reader<'_> {
         }
     }
 
+    /// Tables written (after `UPDATE`, `INSERT INTO`, `DELETE FROM`, `MERGE INTO`) and read (in
+    /// `FROM` and `USING` lists and after `JOIN`).
     fn tables(&self, c: &Cursor, f: &mut Facts) {
-        let n = c.t.len();
-        // Whether each open parenthesis is a function call's (a FROM inside is not a table).
-        let mut calls: Vec<bool> = Vec::new();
+        let query = matches!(
+            f.kind,
+            StmtKind::Select
+                | StmtKind::Insert
+                | StmtKind::Update
+                | StmtKind::Delete
+                | StmtKind::Merge
+        );
+        // Open parentheses, and whether each is a function call's (a FROM inside is not a table).
+        let mut parens: Vec<bool> = Vec::new();
+        // Parenthesis depths at which a FROM list is open: a `,` there starts another table.
+        let mut from_lists: Vec<usize> = Vec::new();
         let dml_position = |i: usize| i == 0 || c.punct(i - 1, "(") || c.punct(i - 1, ")");
-        for i in 0..n {
+        for i in 0..c.t.len() {
             if c.punct(i, "(") {
                 let call = i > 0
                     && c.t[i - 1].kind == Kind::Word
@@ -504,17 +515,20 @@ impl Reader<'_> {
                         .word(i - 1)
                         .is_some_and(|w| NOT_CALL.contains(&w.as_str()))
                     && !(c.is(i + 1, "select") || c.is(i + 1, "with") || c.is(i + 1, "values"));
-                calls.push(call);
+                parens.push(call);
                 continue;
             }
             if c.punct(i, ")") {
-                calls.pop();
+                parens.pop();
+                from_lists.retain(|&d| d <= parens.len());
                 continue;
             }
-            if calls.last() == Some(&true) {
+            if parens.last() == Some(&true) {
                 continue;
             }
-            let target = if dml_position(i) && (c.is(i, "update")) {
+            let depth = parens.len();
+            let in_from = from_lists.last() == Some(&depth);
+            let target = if dml_position(i) && c.is(i, "update") {
                 Some((i + 1, true))
             } else if dml_position(i)
                 && (((c.is(i, "insert") || c.is(i, "merge") || c.is(i, "replace"))
@@ -522,19 +536,20 @@ impl Reader<'_> {
                     || (c.is(i, "delete") && c.is(i + 1, "from")))
             {
                 Some((i + 2, true))
-            } else if (c.is(i, "from") || c.is(i, "join") || c.is(i, "using"))
+            } else if query
+                && (c.is(i, "from") || c.is(i, "using"))
                 && !(i > 0 && (c.is(i - 1, "delete") || c.is(i - 1, "distinct")))
-                && matches!(
-                    f.kind,
-                    StmtKind::Select
-                        | StmtKind::Insert
-                        | StmtKind::Update
-                        | StmtKind::Delete
-                        | StmtKind::Merge
-                )
             {
+                if !in_from {
+                    from_lists.push(depth);
+                }
+                Some((i + 1, false))
+            } else if query && (c.is(i, "join") || (in_from && c.punct(i, ","))) {
                 Some((i + 1, false))
             } else {
+                if in_from && c.word(i).is_some_and(|w| ends_from_list(&w)) {
+                    from_lists.pop();
+                }
                 None
             };
             let Some((mut at, write)) = target else {
@@ -543,32 +558,21 @@ impl Reader<'_> {
             if c.is(at, "only") || c.is(at, "lateral") {
                 at += 1;
             }
-            while let Some((name, next)) = c.name(at) {
-                if c.punct(next, "(") || is_clause_word(&name) {
-                    break; // a function in FROM, or no table at all
-                }
-                let r = TableRef {
-                    name,
-                    span: self.tok_span(c.t, at, next - 1),
-                };
-                if write {
-                    f.writes.push(r);
-                    break;
-                }
-                f.reads.push(r);
-                // `FROM a x, b y`: skip an alias, continue after a comma.
-                let mut j = next;
-                if c.is(j, "as") {
-                    j += 1;
-                }
-                if c.word(j).is_some_and(|w| !is_clause_word(&w)) {
-                    j += 1;
-                }
-                if c.punct(j, ",") {
-                    at = j + 1;
-                } else {
-                    break;
-                }
+            let Some((name, next)) = c.name(at) else {
+                continue;
+            };
+            // A function in FROM, or no table at all.
+            if c.punct(next, "(") || is_clause_word(&name) {
+                continue;
+            }
+            let r = TableRef {
+                name,
+                span: self.tok_span(c.t, at, next - 1),
+            };
+            if write {
+                f.writes.push(r)
+            } else {
+                f.reads.push(r)
             }
         }
     }
@@ -753,6 +757,28 @@ fn set_fact(c: &Cursor) -> Option<SetFact> {
         name: c.name(at)?.0,
         local,
     })
+}
+
+/// Words that end a `FROM` list.
+fn ends_from_list(w: &str) -> bool {
+    matches!(
+        w,
+        "where"
+            | "group"
+            | "having"
+            | "window"
+            | "order"
+            | "limit"
+            | "offset"
+            | "fetch"
+            | "for"
+            | "union"
+            | "except"
+            | "intersect"
+            | "returning"
+            | "when"
+            | "set"
+    )
 }
 
 /// Words that end a table list rather than name a table or alias.
