@@ -255,3 +255,24 @@ fn rules_and_explain() {
     let o = txlint(d.path(), &["--help"]);
     assert!(stdout(&o).contains("check") && stdout(&o).contains("explain"));
 }
+
+#[test]
+fn the_readme_example_has_its_two_races() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = txlint(root, &["check", "examples/", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let found: Vec<(String, u64)> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap().to_string(),
+                d["start"]["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let rule = "xact-lock-outside-transaction".to_string();
+    assert_eq!(found, vec![(rule.clone(), 12), (rule, 16)]);
+}
