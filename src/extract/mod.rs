@@ -1,9 +1,66 @@
 //! Front-ends: text of one kind of file -> units of the model.
 
+pub mod session;
 pub mod sql;
 
-use crate::model::Unit;
-use crate::parse::facts::ParseFailure;
+use sqlparser::dialect::{Dialect as ParserDialect, MySqlDialect, PostgreSqlDialect};
+
+use crate::config::Dialect;
+use crate::model::{Step, Unit};
+use crate::parse::facts::{ParseFailure, Reader};
+use crate::parse::split::RawStatement;
+use crate::source::{FileId, OffsetMap, Span};
+
+pub fn parser_dialect(d: Dialect) -> Box<dyn ParserDialect> {
+    match d {
+        Dialect::Postgres => Box::new(PostgreSqlDialect {}),
+        Dialect::Mysql => Box::new(MySqlDialect {}),
+    }
+}
+
+/// What every front-end shares: reading statements into steps, collecting what it learned.
+pub struct Front<'a> {
+    pub file: FileId,
+    pub dialect: Dialect,
+    pub parser: &'a dyn ParserDialect,
+    pub out: Extracted,
+}
+
+impl Front<'_> {
+    /// The step of one statement of `src` (whose bytes `map` places in the host file). Its
+    /// place in the unit (`seq`, `session`, `branch`) is the caller's to set.
+    pub fn step(
+        &mut self,
+        src: &str,
+        map: &OffsetMap,
+        stmt: &RawStatement,
+        assigns: Vec<String>,
+    ) -> Step {
+        let reader = Reader {
+            src,
+            map,
+            file: self.file,
+            dialect: self.dialect,
+            parser: self.parser,
+        };
+        let (mut facts, failure) = reader.read(stmt);
+        facts.assigns = assigns;
+        self.out.stats += Stats {
+            statements: 1,
+            parsed: usize::from(facts.parsed),
+            fallback: usize::from(!facts.parsed),
+        };
+        self.out.failures.extend(failure);
+        Step {
+            span: Span::new(self.file, map.host_range(stmt.range.clone())),
+            facts,
+            seq: 0,
+            session: None,
+            branch: Vec::new(),
+            via: None,
+        }
+    }
+}
 
 /// What a front-end learned from one file.
 #[derive(Debug, Default)]

@@ -1,28 +1,19 @@
 //! `.sql` files: a script (or one transaction, or loose statements, as `sql.mode` says), plus a
 //! unit for every routine body and `DO` block in it.
 
-use sqlparser::dialect::{Dialect as ParserDialect, MySqlDialect, PostgreSqlDialect};
-
-use super::{Extracted, Stats};
-use crate::config::{Config, Dialect, SqlMode};
+use super::session::SessionWalker;
+use super::{Extracted, Front, parser_dialect};
+use crate::config::{Config, SqlMode};
 use crate::model::*;
-use crate::parse::facts::Reader;
 use crate::parse::lex::{Kind, Token};
 use crate::parse::split::{RawStatement, split};
 use crate::parse::{plpgsql, split as splitter};
 use crate::source::{FileId, OffsetMap, Span};
 
-pub fn parser_dialect(d: Dialect) -> Box<dyn ParserDialect> {
-    match d {
-        Dialect::Postgres => Box::new(PostgreSqlDialect {}),
-        Dialect::Mysql => Box::new(MySqlDialect {}),
-    }
-}
-
 /// Read one `.sql` file.
 pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
     let parser = parser_dialect(config.dialect);
-    let mut x = Extractor {
+    let mut x = Front {
         file,
         dialect: config.dialect,
         parser: parser.as_ref(),
@@ -30,9 +21,11 @@ pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
     };
     let map = OffsetMap::shifted(0);
     let statements = split(text, config.dialect, true).statements;
-    let mut script = Script::new(config.sql.mode);
-    for stmt in &statements {
-        let step = x.step(text, &map, stmt, Vec::new());
+    let mut script = SessionWalker::script(config.sql.mode);
+    for (seq, stmt) in statements.iter().enumerate() {
+        let mut step = x.step(text, &map, stmt, Vec::new());
+        step.seq = seq;
+        step.session = Some(0);
         x.bodies(text, stmt, &step.facts);
         script.push(step, stmt.message);
     }
@@ -47,47 +40,13 @@ pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
             name: None,
             span: Span::new(file, 0..text.len()),
             transactions: script.finish(),
+            exits: Vec::new(),
         },
     );
     x.out
 }
 
-struct Extractor<'a> {
-    file: FileId,
-    dialect: Dialect,
-    parser: &'a dyn ParserDialect,
-    out: Extracted,
-}
-
-impl Extractor<'_> {
-    fn step(
-        &mut self,
-        src: &str,
-        map: &OffsetMap,
-        stmt: &RawStatement,
-        assigns: Vec<String>,
-    ) -> Step {
-        let reader = Reader {
-            src,
-            map,
-            file: self.file,
-            dialect: self.dialect,
-            parser: self.parser,
-        };
-        let (mut facts, failure) = reader.read(stmt);
-        facts.assigns = assigns;
-        self.out.stats += Stats {
-            statements: 1,
-            parsed: usize::from(facts.parsed),
-            fallback: usize::from(!facts.parsed),
-        };
-        self.out.failures.extend(failure);
-        Step {
-            span: Span::new(self.file, map.host_range(stmt.range.clone())),
-            facts,
-        }
-    }
-
+impl Front<'_> {
     /// Routine bodies and `DO` blocks in `stmt` become units of their own.
     fn bodies(&mut self, src: &str, stmt: &RawStatement, facts: &Facts) {
         let (kind, name) = match facts.kind {
@@ -156,16 +115,19 @@ impl Extractor<'_> {
             "plpgsql" => {
                 let parsed = plpgsql::read_body(&body, self.dialect);
                 let mut known: Vec<String> = parsed.declared.clone();
-                for s in &parsed.statements {
+                for (seq, s) in parsed.statements.iter().enumerate() {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
+                    step.seq = seq;
                     step.facts.uses = variables_used(&body, &s.raw.tokens, &known);
                     known.extend(s.assigns.iter().cloned());
                     push(step, &mut txs, &mut tx);
                 }
             }
             "sql" => {
-                for s in &splitter::split(&body, self.dialect, false).statements {
-                    let step = self.step(&body, &map, s, Vec::new());
+                let statements = splitter::split(&body, self.dialect, false).statements;
+                for (seq, s) in statements.iter().enumerate() {
+                    let mut step = self.step(&body, &map, s, Vec::new());
+                    step.seq = seq;
                     push(step, &mut txs, &mut tx);
                 }
             }
@@ -179,6 +141,7 @@ impl Extractor<'_> {
             name,
             span: Span::new(self.file, stmt.range.clone()),
             transactions: txs,
+            exits: Vec::new(),
         });
     }
 }
@@ -245,128 +208,6 @@ fn variables_used(src: &str, tokens: &[Token], known: &[String]) -> Vec<String> 
         }
     }
     used
-}
-
-/// Walks a script's statements and groups them into transactions.
-struct Script {
-    mode: SqlMode,
-    done: Vec<Transaction>,
-    /// The open explicit transaction (or the file's, in transaction mode).
-    open: Option<Transaction>,
-    /// Session default isolation (`SET SESSION CHARACTERISTICS ...`).
-    session_isolation: Isolation,
-    /// MySQL `SET TRANSACTION ...` outside a transaction applies to the next one.
-    next_isolation: Option<Isolation>,
-    /// The simple-query message of the last autocommit statement.
-    last_message: Option<usize>,
-}
-
-impl Script {
-    fn new(mode: SqlMode) -> Self {
-        let open = (mode == SqlMode::Transaction)
-            .then(|| Transaction::new(Scope::File, Executor::Session, Isolation::ReadCommitted));
-        Script {
-            mode,
-            done: Vec::new(),
-            open,
-            session_isolation: Isolation::ReadCommitted,
-            next_isolation: None,
-            last_message: None,
-        }
-    }
-
-    /// Add a statement; `message` numbers the simple-query message it is sent in.
-    fn push(&mut self, step: Step, message: usize) {
-        match self.mode {
-            SqlMode::Statements => {
-                let mut tx =
-                    Transaction::new(Scope::Unknown, Executor::Unknown, Isolation::ReadCommitted);
-                tx.steps.push(step);
-                self.done.push(tx);
-                return;
-            }
-            SqlMode::Transaction => {
-                // The file is one transaction; its own BEGIN/COMMIT are not steps.
-                if !matches!(
-                    step.facts.tx,
-                    Some(TxControl::Begin { .. } | TxControl::Commit | TxControl::Rollback)
-                ) && let Some(open) = self.open.as_mut()
-                {
-                    open.steps.push(step);
-                }
-                return;
-            }
-            SqlMode::Script => {}
-        }
-        match &step.facts.tx {
-            Some(TxControl::Begin { isolation }) => {
-                if self.open.is_none() {
-                    let iso = isolation
-                        .or(self.next_isolation.take())
-                        .unwrap_or(self.session_isolation);
-                    let mut tx = Transaction::new(Scope::Explicit, Executor::Session, iso);
-                    tx.begin = Some(step.span);
-                    self.open = Some(tx);
-                }
-                self.last_message = None;
-                return;
-            }
-            Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
-                if let Some(mut tx) = self.open.take() {
-                    tx.end = Some(step.span);
-                    self.done.push(tx);
-                }
-                self.last_message = None;
-                return;
-            }
-            Some(TxControl::SetIsolation {
-                isolation,
-                session: false,
-            }) => match self.open.as_mut() {
-                Some(tx) => tx.isolation = *isolation,
-                None => self.next_isolation = Some(*isolation),
-            },
-            _ => {}
-        }
-        // A session default applies from the next transaction on.
-        let session_default = match step.facts.tx {
-            Some(TxControl::SetIsolation {
-                isolation,
-                session: true,
-            }) => Some(isolation),
-            _ => None,
-        };
-        match self.open.as_mut() {
-            Some(tx) => tx.steps.push(step),
-            None => self.autocommit(step, message),
-        }
-        if let Some(isolation) = session_default {
-            self.session_isolation = isolation;
-        }
-    }
-
-    fn autocommit(&mut self, step: Step, message: usize) {
-        if self.last_message == Some(message)
-            && let Some(last) = self.done.last_mut()
-        {
-            last.scope = Scope::Message;
-            last.steps.push(step);
-            return;
-        }
-        let mut tx = Transaction::new(Scope::Autocommit, Executor::Session, self.session_isolation);
-        tx.steps.push(step);
-        self.done.push(tx);
-        self.last_message = Some(message);
-    }
-
-    fn finish(mut self) -> Vec<Transaction> {
-        // A transaction still open at the end of the file is rolled back when psql exits; its
-        // locks were still held by all its statements.
-        if let Some(tx) = self.open.take() {
-            self.done.push(tx);
-        }
-        self.done
-    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,21 @@ pub struct Unit {
     pub name: Option<String>,
     pub span: Span,
     pub transactions: Vec<Transaction>,
+    /// Early exits in host code (`?`, `return`), in program order with the steps.
+    pub exits: Vec<Exit>,
+}
+
+/// A place where host code may leave the function early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// Position in program order among the unit's steps (see [`Step::seq`]).
+    pub seq: usize,
+    pub span: Span,
+    /// The step whose own result this exit propagates (`query(..).execute(..).await?`): if it
+    /// fires, that step did not happen.
+    pub owner: Option<usize>,
+    /// Branch arms enclosing the exit (see [`Step::branch`]).
+    pub branch: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +51,8 @@ pub enum UnitKind {
     Routine,
     /// A `DO` block.
     DoBlock,
+    /// A Rust function or method body.
+    RustFn,
 }
 
 /// How far a transaction reaches: this decides how long transaction-scoped locks are held.
@@ -118,4 +135,14 @@ pub struct Step {
     /// The statement in its host file.
     pub span: Span,
     pub facts: Facts,
+    /// Position in program order within the unit (steps and exits share the numbering).
+    pub seq: usize,
+    /// The database session the statement runs on, where one is known; statements sent through
+    /// a pool have none (each may run on another session).
+    pub session: Option<usize>,
+    /// Branch arms (`if`, `match`, loop bodies) enclosing the statement in host code, outermost
+    /// first; empty when it runs on every path.
+    pub branch: Vec<usize>,
+    /// What the statement is sent through, as written in host code (`&mut *tx`).
+    pub via: Option<String>,
 }

@@ -1,0 +1,164 @@
+//! Grouping the statements of one session into transactions: `BEGIN ... COMMIT` blocks,
+//! autocommit statements, simple-query messages, or a transaction opened by host code.
+
+use crate::config::SqlMode;
+use crate::model::*;
+use crate::source::Span;
+
+/// Walks the statements sent on one session and groups them into transactions.
+pub struct SessionWalker {
+    mode: SqlMode,
+    /// What host code sends the statements through.
+    executor: Executor,
+    done: Vec<Transaction>,
+    /// The open explicit transaction (or the file's, in transaction mode).
+    open: Option<Transaction>,
+    /// Session default isolation (`SET SESSION CHARACTERISTICS ...`).
+    session_isolation: Isolation,
+    /// MySQL `SET TRANSACTION ...` outside a transaction applies to the next one.
+    next_isolation: Option<Isolation>,
+    /// The simple-query message of the last autocommit statement.
+    last_message: Option<usize>,
+}
+
+impl SessionWalker {
+    /// A `.sql` file run the way `sql.mode` says.
+    pub fn script(mode: SqlMode) -> Self {
+        let open = (mode == SqlMode::Transaction)
+            .then(|| Transaction::new(Scope::File, Executor::Session, Isolation::ReadCommitted));
+        SessionWalker {
+            mode,
+            executor: Executor::Session,
+            done: Vec::new(),
+            open,
+            session_isolation: Isolation::ReadCommitted,
+            next_isolation: None,
+            last_message: None,
+        }
+    }
+
+    /// A session of host code, reached through `executor`: autocommit unless the SQL opens a
+    /// transaction.
+    pub fn host(executor: Executor) -> Self {
+        SessionWalker {
+            executor,
+            ..SessionWalker::script(SqlMode::Script)
+        }
+    }
+
+    /// A transaction opened by host code (`pool.begin()`): everything sent runs inside it.
+    pub fn host_transaction(begin: Span) -> Self {
+        let mut tx = Transaction::new(
+            Scope::Explicit,
+            Executor::Transaction,
+            Isolation::ReadCommitted,
+        );
+        tx.begin = Some(begin);
+        SessionWalker {
+            open: Some(tx),
+            ..SessionWalker::host(Executor::Transaction)
+        }
+    }
+
+    /// Host code ends the open transaction (`tx.commit()`).
+    pub fn end(&mut self, end: Option<Span>) {
+        if let Some(mut tx) = self.open.take() {
+            tx.end = end;
+            self.done.push(tx);
+        }
+        self.last_message = None;
+    }
+
+    /// Add a statement; `message` numbers the simple-query message it is sent in.
+    pub fn push(&mut self, step: Step, message: usize) {
+        match self.mode {
+            SqlMode::Statements => {
+                let mut tx =
+                    Transaction::new(Scope::Unknown, Executor::Unknown, Isolation::ReadCommitted);
+                tx.steps.push(step);
+                self.done.push(tx);
+                return;
+            }
+            SqlMode::Transaction => {
+                // The file is one transaction; its own BEGIN/COMMIT are not steps.
+                if !matches!(
+                    step.facts.tx,
+                    Some(TxControl::Begin { .. } | TxControl::Commit | TxControl::Rollback)
+                ) && let Some(open) = self.open.as_mut()
+                {
+                    open.steps.push(step);
+                }
+                return;
+            }
+            SqlMode::Script => {}
+        }
+        match &step.facts.tx {
+            Some(TxControl::Begin { isolation }) => {
+                if self.open.is_none() {
+                    let iso = isolation
+                        .or(self.next_isolation.take())
+                        .unwrap_or(self.session_isolation);
+                    let mut tx = Transaction::new(Scope::Explicit, self.executor, iso);
+                    tx.begin = Some(step.span);
+                    self.open = Some(tx);
+                }
+                self.last_message = None;
+                return;
+            }
+            Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
+                if let Some(mut tx) = self.open.take() {
+                    tx.end = Some(step.span);
+                    self.done.push(tx);
+                }
+                self.last_message = None;
+                return;
+            }
+            Some(TxControl::SetIsolation {
+                isolation,
+                session: false,
+            }) => match self.open.as_mut() {
+                Some(tx) => tx.isolation = *isolation,
+                None => self.next_isolation = Some(*isolation),
+            },
+            _ => {}
+        }
+        // A session default applies from the next transaction on.
+        let session_default = match step.facts.tx {
+            Some(TxControl::SetIsolation {
+                isolation,
+                session: true,
+            }) => Some(isolation),
+            _ => None,
+        };
+        match self.open.as_mut() {
+            Some(tx) => tx.steps.push(step),
+            None => self.autocommit(step, message),
+        }
+        if let Some(isolation) = session_default {
+            self.session_isolation = isolation;
+        }
+    }
+
+    fn autocommit(&mut self, step: Step, message: usize) {
+        if self.last_message == Some(message)
+            && let Some(last) = self.done.last_mut()
+        {
+            last.scope = Scope::Message;
+            last.steps.push(step);
+            return;
+        }
+        let mut tx = Transaction::new(Scope::Autocommit, self.executor, self.session_isolation);
+        tx.steps.push(step);
+        self.done.push(tx);
+        self.last_message = Some(message);
+    }
+
+    pub fn finish(mut self) -> Vec<Transaction> {
+        // A transaction still open at the end of the file is rolled back when psql exits; its
+        // locks were still held by all its statements.
+        if let Some(tx) = self.open.take() {
+            self.done.push(tx);
+        }
+        self.done
+    }
+}
