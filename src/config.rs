@@ -49,6 +49,36 @@ pub struct SqlConfig {
     pub mode: SqlMode,
 }
 
+/// How the connection pool hands out sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    /// A client keeps its server session while it holds the connection.
+    #[default]
+    Session,
+    /// PgBouncer transaction pooling: the server session can change after every transaction.
+    Transaction,
+}
+
+/// Teaching txlint a codebase's own database wrappers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RustConfig {
+    /// Type names that are connection pools.
+    #[serde(default)]
+    pub pool_types: Vec<String>,
+    /// Type names that are dedicated connections.
+    #[serde(default)]
+    pub connection_types: Vec<String>,
+    /// Type names that are open transactions.
+    #[serde(default)]
+    pub transaction_types: Vec<String>,
+    /// Functions and methods that send the SQL string given to them: a method sends it on its
+    /// receiver, a free function on its first argument.
+    #[serde(default)]
+    pub query_functions: Vec<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -62,6 +92,10 @@ pub struct Config {
     pub exclude: Vec<String>,
     #[serde(default)]
     pub sql: SqlConfig,
+    #[serde(default)]
+    pub rust: RustConfig,
+    #[serde(default)]
+    pub pool_mode: PoolMode,
     #[serde(default)]
     pub rules: BTreeMap<Spanned<String>, RuleLevel>,
     /// Folder the globs are relative to; not a key of the file.

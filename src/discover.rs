@@ -8,7 +8,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use crate::config::Config;
 
 /// File endings txlint reads.
-pub const EXTENSIONS: &[&str] = &["sql"];
+pub const EXTENSIONS: &[&str] = &["sql", "rs"];
 
 #[derive(Debug, Default)]
 pub struct Discovered {
@@ -39,7 +39,7 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
     for path in paths {
         if path.is_file() {
             if !has_extension(path) {
-                out.skipped.push((path.clone(), "not a .sql file"));
+                out.skipped.push((path.clone(), "not a .sql or .rs file"));
             } else if force_exclude && (excluded(path) || !included(path)) {
                 out.skipped
                     .push((path.clone(), "excluded by the configuration"));

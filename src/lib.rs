@@ -84,8 +84,21 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     };
     let mut stats = Stats::default();
     let mut diagnostics = Vec::new();
-    for (id, file) in program.files.iter().enumerate() {
-        let x = extract::sql::extract(id, &file.text, config);
+    let is_rust = |f: &SourceFile| f.path.extension().is_some_and(|e| e == "rs");
+    let rust: Vec<usize> = (0..program.files.len())
+        .filter(|&i| is_rust(&program.files[i]))
+        .collect();
+    let mut extracted: Vec<extract::Extracted> = program
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !is_rust(f))
+        .map(|(id, file)| extract::sql::extract(id, &file.text, config))
+        .collect();
+    if !rust.is_empty() {
+        extracted.push(extract::rust::extract(&mut program.files, &rust, config));
+    }
+    for x in extracted {
         stats += x.stats;
         diagnostics.extend(
             x.failures
@@ -121,6 +134,8 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         },
     );
     sort(&mut diagnostics);
+    // A helper walked from several callers can give the same finding more than once.
+    diagnostics.dedup_by(|a, b| a.rule == b.rule && a.span == b.span && a.message == b.message);
     Run {
         program,
         diagnostics,

@@ -25,7 +25,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Lint `.sql` files and folders (default: the current folder).
+    /// Lint `.sql` and `.rs` files and folders (default: the current folder).
     ///
     /// Folders are walked respecting .gitignore and skipping hidden folders, target/ and
     /// node_modules/. Files named explicitly are linted even when the configuration excludes
@@ -137,7 +137,10 @@ fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         let names: Vec<_> = args.paths.iter().map(|p| p.display().to_string()).collect();
-        return fail(format!("no .sql files found in {}", names.join(", ")));
+        return fail(format!(
+            "no .sql or .rs files found in {}",
+            names.join(", ")
+        ));
     }
     let run = txlint::check_paths(&found.files, &cwd, &config);
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();

@@ -119,6 +119,11 @@ impl LineIndex {
         }
     }
 
+    /// Byte offset where the 1-based line `line` starts (the end of the text past the last line).
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        self.starts.get(line.checked_sub(1)?).copied()
+    }
+
     /// 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
         self.starts.partition_point(|&s| s <= offset)
@@ -173,6 +178,13 @@ impl OffsetMap {
     pub fn host_range(&self, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
         let start = self.host(range.start);
         start..self.host(range.end).max(start)
+    }
+
+    /// Append `other`, a map for a snippet that continues this one at snippet offset `at`.
+    pub fn extend(&mut self, at: usize, other: &OffsetMap) {
+        for &(s, h) in &other.segments {
+            self.push(s + at, h);
+        }
     }
 
     /// Compose: a map for a snippet taken at `offset` inside this map's snippet.

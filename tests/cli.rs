@@ -98,7 +98,11 @@ fn usage_errors_exit_2_with_a_message() {
 
     let o = txlint(d.path(), &["check"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no .sql files found"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no .sql or .rs files found"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = txlint(d.path(), &["check", "--format", "xml"]);
     assert_eq!(o.status.code(), Some(2));

@@ -1,12 +1,14 @@
 //! Every code block of every `rules/<name>.md` runs as a test (biome's habit): blocks tagged
 //! `expect_diagnostic` must give exactly one diagnostic, of that rule, and nothing else; other
-//! `sql` blocks must give none at all. `mode=...` and `dialect=...` in the tag set the config.
+//! `sql` and `rust` blocks must give none at all. `mode=...`, `dialect=...` and `pool_mode=...`
+//! in the tag set the config.
 
 use txlint::config::Config;
 use txlint::rules::ALL;
 
 struct Block {
     line: usize,
+    lang: String,
     expect: bool,
     config: String,
     code: String,
@@ -29,7 +31,7 @@ fn blocks(doc: &str) -> Vec<Block> {
             code.push_str(l);
             code.push('\n');
         }
-        if lang != "sql" {
+        if lang != "sql" && lang != "rust" {
             continue;
         }
         let mut expect = false;
@@ -40,11 +42,13 @@ fn blocks(doc: &str) -> Vec<Block> {
                 None if tag == "expect_diagnostic" => expect = true,
                 Some(("mode", v)) => sql += &format!("mode = \"{v}\"\n"),
                 Some(("dialect", v)) => top += &format!("dialect = \"{v}\"\n"),
+                Some(("pool_mode", v)) => top += &format!("pool_mode = \"{v}\"\n"),
                 _ => panic!("unknown code block tag `{tag}` at line {}", n + 1),
             }
         }
         out.push(Block {
             line: n + 1,
+            lang: lang.to_string(),
             expect,
             config: format!("{top}[sql]\n{sql}"),
             code,
@@ -61,7 +65,12 @@ fn rule_doc_examples() {
         for b in blocks(rule.doc) {
             ran += 1;
             let config = Config::parse(&b.config).expect("example config");
-            let run = txlint::check_source("example.sql", &b.code, &config);
+            let name = if b.lang == "rust" {
+                "example.rs"
+            } else {
+                "example.sql"
+            };
+            let run = txlint::check_source(name, &b.code, &config);
             let got: Vec<_> = run
                 .diagnostics
                 .iter()

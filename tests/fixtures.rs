@@ -1,6 +1,6 @@
 //! `fixtures/<rule>/*.sql` carry their expectations inline: `-- expect: <rule>[, <rule>]` on the
 //! line where each diagnostic starts. Files named `valid_*` must give nothing. The exact set of
-//! (line, rule) pairs is compared, and the rendered text output is compared with `<file>.snap`
+//! (line, rule) pairs is compared (`// expect:` and `.rs` fixtures alike), and the rendered text output is compared with `<file>.snap`
 //! (`TXLINT_BLESS=1 cargo test --test fixtures` rewrites the snapshots after a deliberate change;
 //! review them before committing). `-- fixture-config: <toml line>` lines form the config.
 
@@ -16,7 +16,7 @@ fn fixture_files() -> Vec<PathBuf> {
         let dir = dir.expect("entry").path();
         for f in std::fs::read_dir(&dir).expect("fixture folder") {
             let f = f.expect("entry").path();
-            if f.extension().is_some_and(|e| e == "sql") {
+            if f.extension().is_some_and(|e| e == "sql" || e == "rs") {
                 files.push(f);
             }
         }
@@ -29,7 +29,10 @@ fn fixture_files() -> Vec<PathBuf> {
 fn expectations(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        if let Some(at) = line.find("-- expect: ") {
+        if let Some(at) = line
+            .find("-- expect: ")
+            .or_else(|| line.find("// expect: "))
+        {
             for rule in line[at + 11..].split(',') {
                 out.push((n + 1, rule.trim().to_string()));
             }
@@ -42,7 +45,10 @@ fn expectations(text: &str) -> Vec<(usize, String)> {
 fn config(text: &str) -> Config {
     let toml: String = text
         .lines()
-        .filter_map(|l| l.strip_prefix("-- fixture-config: "))
+        .filter_map(|l| {
+            l.strip_prefix("-- fixture-config: ")
+                .or_else(|| l.strip_prefix("// fixture-config: "))
+        })
         .map(|l| format!("{l}\n"))
         .collect();
     Config::parse(&toml).expect("fixture config")
@@ -109,7 +115,7 @@ fn check(path: &Path) -> Result<(), String> {
             width: 100,
         },
     );
-    let snap = path.with_extension("sql.snap");
+    let snap = PathBuf::from(format!("{}.snap", path.display()));
     if std::env::var_os("TXLINT_BLESS").is_some() {
         std::fs::write(&snap, &rendered).map_err(|e| e.to_string())?;
     } else {

@@ -1,5 +1,6 @@
 //! Front-ends: text of one kind of file -> units of the model.
 
+pub mod rust;
 pub mod session;
 pub mod sql;
 

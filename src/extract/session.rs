@@ -46,14 +46,15 @@ impl SessionWalker {
         }
     }
 
-    /// A transaction opened by host code (`pool.begin()`): everything sent runs inside it.
-    pub fn host_transaction(begin: Span) -> Self {
+    /// A transaction opened by host code (`pool.begin()`, or by the caller when `begin` is
+    /// `None`): everything sent runs inside it.
+    pub fn host_transaction(begin: Option<Span>) -> Self {
         let mut tx = Transaction::new(
             Scope::Explicit,
             Executor::Transaction,
             Isolation::ReadCommitted,
         );
-        tx.begin = Some(begin);
+        tx.begin = begin;
         SessionWalker {
             open: Some(tx),
             ..SessionWalker::host(Executor::Transaction)
@@ -67,6 +68,14 @@ impl SessionWalker {
             self.done.push(tx);
         }
         self.last_message = None;
+    }
+
+    /// Statements of code txlint cannot place: each its own transaction of unknown scope.
+    pub fn unknown() -> Self {
+        SessionWalker {
+            executor: Executor::Unknown,
+            ..SessionWalker::script(SqlMode::Statements)
+        }
     }
 
     /// Add a statement; `message` numbers the simple-query message it is sent in.

@@ -41,6 +41,11 @@ pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
             span: Span::new(file, 0..text.len()),
             transactions: script.finish(),
             exits: Vec::new(),
+            sessions: vec![Session {
+                id: 0,
+                kind: Executor::Session,
+                acquired: None,
+            }],
         },
     );
     x.out
@@ -142,6 +147,7 @@ impl Front<'_> {
             span: Span::new(self.file, stmt.range.clone()),
             transactions: txs,
             exits: Vec::new(),
+            sessions: Vec::new(),
         });
     }
 }

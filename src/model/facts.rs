@@ -3,7 +3,7 @@
 use crate::model::Isolation;
 use crate::source::Span;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Facts {
     pub kind: StmtKind,
     /// sqlparser parsed the statement; otherwise these facts come from tokens only.

@@ -26,6 +26,20 @@ pub struct Unit {
     pub transactions: Vec<Transaction>,
     /// Early exits in host code (`?`, `return`), in program order with the steps.
     pub exits: Vec<Exit>,
+    /// The database sessions this unit's steps run on (see [`Step::session`]).
+    pub sessions: Vec<Session>,
+}
+
+/// One database session used by a unit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    pub id: usize,
+    /// Pool-owned (`pool.acquire()`, `pool.get()`, `pool.begin()`), dedicated, or not known
+    /// (a parameter of unknown origin).
+    pub kind: Executor,
+    /// Where this unit takes the session from its pool or opens it; `None` when the unit got it
+    /// from its caller.
+    pub acquired: Option<Span>,
 }
 
 /// A place where host code may leave the function early.
@@ -130,7 +144,7 @@ impl Transaction {
 }
 
 /// One statement with its facts.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Step {
     /// The statement in its host file.
     pub span: Span,

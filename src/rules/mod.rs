@@ -10,6 +10,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::Program;
 
 pub mod read_error;
+pub mod session_lock_on_pool;
 pub mod syntax_error;
 pub mod unused_suppression;
 pub mod xact_lock_outside_transaction;
@@ -60,6 +61,7 @@ impl Rule {
 
 pub const ALL: &[Rule] = &[
     read_error::RULE,
+    session_lock_on_pool::RULE,
     syntax_error::RULE,
     unused_suppression::RULE,
     xact_lock_outside_transaction::RULE,

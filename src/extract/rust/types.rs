@@ -1,0 +1,142 @@
+//! What kind of executor a Rust type, constructor or method gives: pool, pooled connection,
+//! dedicated connection, transaction, or unknown (generic executors).
+
+use crate::config::RustConfig;
+use crate::model::Executor;
+
+/// Executor kind of a type as written (`&PgPool`, `Arc<Pool>`, `&mut Transaction<'_, Postgres>`,
+/// `impl PgExecutor<'_>`). `None`: not a database handle.
+pub fn of_type(ty: &syn::Type, cfg: &RustConfig) -> Option<Executor> {
+    match ty {
+        syn::Type::Reference(r) => of_type(&r.elem, cfg),
+        syn::Type::Paren(p) => of_type(&p.elem, cfg),
+        syn::Type::Group(g) => of_type(&g.elem, cfg),
+        syn::Type::ImplTrait(t) => t
+            .bounds
+            .iter()
+            .any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path)))
+            .then_some(Executor::Unknown),
+        syn::Type::TraitObject(t) => t
+            .bounds
+            .iter()
+            .any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path)))
+            .then_some(Executor::Unknown),
+        syn::Type::Path(p) => of_path(&p.path, cfg),
+        _ => None,
+    }
+}
+
+fn of_path(path: &syn::Path, cfg: &RustConfig) -> Option<Executor> {
+    let last = path.segments.last()?;
+    let name = last.ident.to_string();
+    // Smart pointers and wrappers: look inside.
+    if matches!(
+        name.as_str(),
+        "Arc" | "Rc" | "Box" | "Option" | "Mutex" | "RwLock"
+    ) {
+        if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+            for arg in &args.args {
+                if let syn::GenericArgument::Type(t) = arg {
+                    return of_type(t, cfg);
+                }
+            }
+        }
+        return None;
+    }
+    let qualified: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    of_name(&name, &qualified, cfg)
+}
+
+/// By type name; `qualified` is the whole path as written (`deadpool_postgres::Client`).
+pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Executor> {
+    let listed = |list: &[String]| list.iter().any(|t| t == name || *t == qualified.join("::"));
+    if listed(&cfg.pool_types) {
+        return Some(Executor::Pool);
+    }
+    if listed(&cfg.connection_types) {
+        return Some(Executor::Connection);
+    }
+    if listed(&cfg.transaction_types) {
+        return Some(Executor::Transaction);
+    }
+    let from = |krate: &str| qualified.first().is_some_and(|s| s == krate);
+    Some(match name {
+        "PgPool" | "MySqlPool" | "AnyPool" | "Pool" | "DatabaseConnection" => Executor::Pool,
+        "PoolConnection" | "PooledConnection" | "Object" => Executor::PooledConnection,
+        // deadpool_postgres::Client is a pooled tokio_postgres::Client.
+        "Client" if from("deadpool_postgres") => Executor::PooledConnection,
+        "PgConnection" | "MySqlConnection" | "AnyConnection" | "Client" => Executor::Connection,
+        "Transaction" | "DatabaseTransaction" => Executor::Transaction,
+        _ => return None,
+    })
+}
+
+/// `Executor`, `PgExecutor`, `Acquire`, sea-orm's `ConnectionTrait`, tokio-postgres'
+/// `GenericClient`, diesel's `Connection`: could be any kind.
+pub fn is_executor_trait(path: &syn::Path) -> bool {
+    path.segments.last().is_some_and(|s| {
+        matches!(
+            s.ident.to_string().as_str(),
+            "Executor"
+                | "PgExecutor"
+                | "MySqlExecutor"
+                | "Acquire"
+                | "ConnectionTrait"
+                | "GenericClient"
+                | "Connection"
+                | "TransactionTrait"
+        )
+    })
+}
+
+/// Executor kind guessed from a variable name, when nothing else tells (documented in
+/// docs/rust.md): only names that are near-certain.
+pub fn of_variable_name(name: &str) -> Option<Executor> {
+    let n = name.trim_start_matches('_').to_ascii_lowercase();
+    if n == "pool" || n.ends_with("_pool") || n.starts_with("pool_") {
+        Some(Executor::Pool)
+    } else if matches!(n.as_str(), "tx" | "txn" | "transaction") {
+        Some(Executor::Transaction)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(ty: &str) -> Option<Executor> {
+        of_type(&syn::parse_str(ty).unwrap(), &RustConfig::default())
+    }
+
+    #[test]
+    fn types() {
+        assert_eq!(kind("&PgPool"), Some(Executor::Pool));
+        assert_eq!(kind("Arc<sqlx::Pool<Postgres>>"), Some(Executor::Pool));
+        assert_eq!(
+            kind("&mut Transaction<'_, Postgres>"),
+            Some(Executor::Transaction)
+        );
+        assert_eq!(kind("&mut PgConnection"), Some(Executor::Connection));
+        assert_eq!(
+            kind("PoolConnection<Postgres>"),
+            Some(Executor::PooledConnection)
+        );
+        assert_eq!(
+            kind("deadpool_postgres::Client"),
+            Some(Executor::PooledConnection)
+        );
+        assert_eq!(kind("&tokio_postgres::Client"), Some(Executor::Connection));
+        assert_eq!(kind("impl PgExecutor<'_>"), Some(Executor::Unknown));
+        assert_eq!(kind("&str"), None);
+        let cfg = RustConfig {
+            pool_types: vec!["Db".into()],
+            ..RustConfig::default()
+        };
+        assert_eq!(
+            of_type(&syn::parse_str("&Db").unwrap(), &cfg),
+            Some(Executor::Pool)
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! `session-lock-on-pool`: a session advisory lock whose lock and unlock can land on different
+//! sessions, or that goes back to the pool still held.
+
+use super::{Context, Rule};
+use crate::config::PoolMode;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::*;
+
+pub const RULE: Rule = Rule {
+    name: "session-lock-on-pool",
+    severity: Severity::Error,
+    doc: include_str!("../../rules/session-lock-on-pool.md"),
+    check: Some(check),
+};
+
+fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+    let transaction_pooling = cx.config.pool_mode == PoolMode::Transaction;
+    for unit in &cx.program.units {
+        let steps: Vec<(&Step, Executor)> = unit
+            .transactions
+            .iter()
+            .flat_map(|t| t.steps.iter().map(move |s| (s, t.executor)))
+            .collect();
+        for &(step, executor) in &steps {
+            for lock in step.facts.advisory.iter().filter(|a| is_session_lock(a)) {
+                let call = format!("{}({})", lock.function, lock.key);
+                let base = |message: String| {
+                    Diagnostic::new(&RULE, lock.span, message).in_statement(step.span)
+                };
+                if transaction_pooling {
+                    out.push(
+                        base(format!("`{call}` is a session lock, but with transaction pooling (`pool_mode = \"transaction\"`) the server session can change after every transaction"))
+                            .note("held by whichever server session ran this")
+                            .help("use a transaction-scoped lock (`pg_advisory_xact_lock`) inside the transaction that does the work"),
+                    );
+                    continue;
+                }
+                if executor == Executor::Pool {
+                    out.push(
+                        base(format!("`{call}` is taken through a connection pool, so the unlock can run on another session and the lock stays with a connection that serves other requests"))
+                            .note("taken on whichever pooled connection runs this")
+                            .help("acquire one connection (`pool.acquire()`), lock and unlock on it on every path, or use a transaction-scoped lock inside `pool.begin()`"),
+                    );
+                    continue;
+                }
+                let Some(session) = step
+                    .session
+                    .and_then(|id| unit.sessions.iter().find(|s| s.id == id))
+                else {
+                    continue;
+                };
+                // Only a pool-owned session goes back to serve other requests with the lock; a
+                // session handed in by the caller may be unlocked there.
+                if session.kind != Executor::PooledConnection || session.acquired.is_none() {
+                    continue;
+                }
+                if let Some(d) = unlock_problem(unit, &steps, step, lock, &call) {
+                    out.push(d);
+                }
+            }
+        }
+    }
+}
+
+fn is_session_lock(a: &AdvisoryCall) -> bool {
+    a.scope == LockScope::Session && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
+}
+
+fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {
+    step.facts.advisory.iter().any(|a| {
+        a.scope == LockScope::Session
+            && (a.op == AdvisoryOp::UnlockAll
+                || (a.op == AdvisoryOp::Unlock && a.key == lock.key && a.shared == lock.shared))
+    })
+}
+
+/// `inner` runs whenever `outer` does: its branch arms are a prefix of the other's.
+fn on_every_path_of(inner: &[usize], outer: &[usize]) -> bool {
+    outer.starts_with(inner)
+}
+
+fn unlock_problem(
+    unit: &Unit,
+    steps: &[(&Step, Executor)],
+    lock_step: &Step,
+    lock: &AdvisoryCall,
+    call: &str,
+) -> Option<Diagnostic> {
+    let later_unlocks: Vec<&Step> = steps
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| s.seq > lock_step.seq && unlocks(s, lock))
+        .collect();
+    let same: Vec<&Step> = later_unlocks
+        .iter()
+        .copied()
+        .filter(|s| s.session == lock_step.session)
+        .collect();
+    let base =
+        |message: String| Diagnostic::new(&RULE, lock.span, message).in_statement(lock_step.span);
+    if same.is_empty() {
+        if let Some(other) = later_unlocks.first() {
+            return Some(
+                base(format!("`{call}` is taken on one connection and unlocked through another handle, where the unlock does nothing"))
+                    .label(other.span, format!("unlocked through `{}`, another session", other.via.as_deref().unwrap_or("another handle")))
+                    .help("unlock through the same connection that took the lock"),
+            );
+        }
+        return Some(
+            base(format!("`{call}` is never unlocked on this pooled connection, so the lock goes back to the pool with it"))
+                .note("session lock taken here")
+                .help("unlock on the same connection before it is dropped, on every path (`pg_advisory_unlock`), or use `pg_advisory_xact_lock` inside a transaction"),
+        );
+    }
+    // An unlock that runs whenever the lock did.
+    let Some(final_unlock) = same
+        .iter()
+        .find(|u| on_every_path_of(&u.branch, &lock_step.branch))
+    else {
+        return Some(
+            base(format!("`{call}` is unlocked only on some paths; on the others the lock goes back to the pool with the connection"))
+                .label(same[0].span, "unlocked only on this path")
+                .help("unlock on every path, for example in a block that runs whether the work succeeded or not"),
+        );
+    };
+    // An early exit between lock and unlock that no unlock on its own path precedes.
+    let exit = unit.exits.iter().find(|e| {
+        e.seq > lock_step.seq
+            && e.seq < final_unlock.seq
+            && e.owner != Some(lock_step.seq)
+            && !same
+                .iter()
+                .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
+    })?;
+    Some(
+        base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"))
+            .label(exit.span, "returns without unlocking")
+            .label(final_unlock.span, "unlocked only when this is reached")
+            .help("unlock before every early return (or map the error, unlock, then return it), or use `pg_advisory_xact_lock` inside a transaction"),
+    )
+}
