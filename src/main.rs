@@ -1,7 +1,7 @@
 //! The `txlint` command: arguments -> library -> reporter -> exit code.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -36,6 +36,16 @@ enum Command {
         /// Print the rule index as Markdown (the source of docs/rules.md).
         #[arg(long)]
         markdown: bool,
+    },
+    /// Print the transaction model txlint builds: every unit, transaction and statement with
+    /// its executor, session and locks (to see why a finding was or was not made).
+    Model {
+        /// Files and folders to read.
+        #[arg(default_value = ".")]
+        paths: Vec<PathBuf>,
+        /// Configuration file (default: the nearest txlint.toml in this folder or above).
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Print a rule's documentation.
     Explain {
@@ -77,6 +87,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check(args),
+        Command::Model { paths, config } => match load(&paths, config.as_deref(), false) {
+            Ok(run) => {
+                print!("{}", report::model::render(&run));
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
         Command::Rules { markdown } => {
             if markdown {
                 print!("{}", rules::index_markdown());
@@ -106,43 +123,55 @@ fn main() -> ExitCode {
     }
 }
 
-fn check(args: CheckArgs) -> ExitCode {
-    let fail = |msg: String| {
-        eprintln!("txlint: {msg}");
-        ExitCode::from(2)
-    };
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => return fail(format!("cannot read the current folder: {e}")),
-    };
-    let config = match Config::discover(&cwd, args.config.as_deref()) {
-        Ok(c) => c,
-        Err(e) => return fail(e.to_string()),
-    };
-    let found = discover::discover(&args.paths, &cwd, &config, args.force_exclude);
+fn fail(msg: String) -> ExitCode {
+    eprintln!("txlint: {msg}");
+    ExitCode::from(2)
+}
+
+/// Configuration, discovery and the run; `Err` is the exit code after a message.
+fn load(
+    paths: &[PathBuf],
+    config: Option<&Path>,
+    force_exclude: bool,
+) -> Result<txlint::Run, ExitCode> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
+    let config = Config::discover(&cwd, config).map_err(|e| fail(e.to_string()))?;
+    let found = discover::discover(paths, &cwd, &config, force_exclude);
     if !found.missing.is_empty() {
         let list: Vec<_> = found
             .missing
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        return fail(format!("no such file or folder: {}", list.join(", ")));
+        return Err(fail(format!("no such file or folder: {}", list.join(", "))));
     }
     for (path, why) in &found.skipped {
         eprintln!("txlint: skipping {}: {why}", path.display());
     }
     if found.files.is_empty() {
         // Everything named was excluded on purpose (pre-commit with --force-exclude): fine.
-        if !found.skipped.is_empty() && args.force_exclude {
-            return ExitCode::SUCCESS;
+        if !found.skipped.is_empty() && force_exclude {
+            return Err(ExitCode::SUCCESS);
         }
-        let names: Vec<_> = args.paths.iter().map(|p| p.display().to_string()).collect();
-        return fail(format!(
+        let names: Vec<_> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(fail(format!(
             "no .sql or .rs files found in {}",
             names.join(", ")
-        ));
+        )));
     }
     let run = txlint::check_paths(&found.files, &cwd, &config);
+    if run.unreadable == run.program.files.len() {
+        return Err(fail("none of the files could be read".to_string()));
+    }
+    Ok(run)
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    let run = match load(&args.paths, args.config.as_deref(), args.force_exclude) {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let style = TextStyle {
         color: to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
@@ -162,9 +191,6 @@ fn check(args: CheckArgs) -> ExitCode {
     }
     if args.output.is_some() || args.format != Format::Text {
         eprintln!("{}", report::text::summary(&run));
-    }
-    if run.unreadable == run.program.files.len() {
-        return fail("none of the files could be read".to_string());
     }
     let threshold = match args.fail_on {
         FailOn::Error => Severity::Error,

@@ -280,3 +280,42 @@ fn the_readme_example_has_its_two_races() {
     let rule = "xact-lock-outside-transaction".to_string();
     assert_eq!(found, vec![(rule.clone(), 12), (rule, 16)]);
 }
+
+#[test]
+fn model_shows_executors_and_transactions() {
+    let d = Dir::new("model");
+    d.write(
+        "src/lib.rs",
+        "async fn f(pool: &PgPool) {\n    let mut tx = pool.begin().await.unwrap();\n    sqlx::query(\"SELECT 1 FOR UPDATE\").execute(&mut *tx).await;\n}\n",
+    );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("src/lib.rs:1:1 fn f"), "{out}");
+    assert!(out.contains("  transaction via transaction"), "{out}");
+    assert!(
+        out.contains("src/lib.rs:3:18 Select session 0, via `&mut *tx`, FOR UPDATE"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end()
+            .ends_with("1 unit, 1 statement: 1 via transaction"),
+        "{out}"
+    );
+}
+
+#[test]
+fn rust_files_are_linted_with_sql_files() {
+    let d = Dir::new("rust");
+    d.write("db/a.sql", GOOD).write(
+        "src/main.rs",
+        "async fn f(pool: &sqlx::PgPool) {\n    sqlx::query(\"SELECT pg_advisory_xact_lock(1)\").execute(pool).await;\n}\n",
+    );
+    let o = txlint(d.path(), &["check", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(json["summary"]["files"], 2);
+    assert_eq!(json["diagnostics"][0]["path"], "src/main.rs");
+    assert_eq!(json["diagnostics"][0]["start"]["line"], 2);
+    assert_eq!(json["diagnostics"][0]["start"]["column"], 25);
+}

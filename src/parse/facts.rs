@@ -16,11 +16,13 @@ use crate::config::Dialect;
 use crate::model::*;
 use crate::source::{FileId, OffsetMap, Span};
 
-/// A statement sqlparser could not parse: where and why.
+/// Something a parser could not read: where and why.
 #[derive(Debug)]
 pub struct ParseFailure {
     pub span: Span,
     pub message: String,
+    /// A host-language file (Rust) rather than one SQL statement.
+    pub host: bool,
 }
 
 /// Reads statements of one text (a file, a body) into facts.
@@ -724,7 +726,11 @@ impl Reader<'_> {
                 _ => self.span(stmt.range.clone()),
             },
         };
-        Err(ParseFailure { span, message })
+        Err(ParseFailure {
+            span,
+            message,
+            host: false,
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reporters: one function per output format, all fed the same [`crate::Run`].
 
 pub mod json;
+pub mod model;
 pub mod sarif;
 pub mod text;
 

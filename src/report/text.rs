@@ -189,7 +189,7 @@ pub fn summary(run: &Run) -> String {
     )
 }
 
-fn plural(n: usize, word: &str) -> String {
+pub(crate) fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {

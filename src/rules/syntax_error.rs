@@ -12,6 +12,18 @@ pub const RULE: Rule = Rule {
 };
 
 pub fn syntax_error_diagnostic(failure: &ParseFailure) -> Diagnostic {
+    if failure.host {
+        return Diagnostic::new(
+            &RULE,
+            failure.span,
+            format!(
+                "this file is not valid Rust to syn ({}), so its SQL strings were read without knowing which connection or transaction they run on",
+                failure.message
+            ),
+        )
+        .note("parsed up to here")
+        .help("fix the Rust syntax error; until then txlint reports only what needs no executor");
+    }
     let message = failure.message.trim_end_matches('.');
     let message = message
         .strip_prefix("sql parser error: ")

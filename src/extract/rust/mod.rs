@@ -133,6 +133,8 @@ pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> 
 struct Parsed {
     id: FileId,
     path: PathBuf,
+    /// The path as shown in reports.
+    display: String,
     /// The text syn saw: the file without a BOM, a shebang line blanked.
     text: String,
     lines: LineIndex,
@@ -188,6 +190,7 @@ fn parse(id: FileId, file: &SourceFile) -> Result<Parsed, Unparsed> {
         Ok(ast) => Ok(Parsed {
             id,
             path: file.path.clone(),
+            display: file.display.clone(),
             lines: LineIndex::new(&text),
             text,
             shift,
@@ -1142,8 +1145,13 @@ impl<'a, 'w> Walker<'a, 'w> {
         let id = match self.shared.known.iter().position(|p| same_file(p, &path)) {
             Some(i) => i,
             None => {
-                let display =
-                    crate::display_path(&path, &std::env::current_dir().unwrap_or_default());
+                // Shown relative to the same folder as the Rust file that names it.
+                let p = self.parsed();
+                let base = p.path.to_string_lossy();
+                let display = match base.strip_suffix(p.display.as_str()) {
+                    Some(root) => crate::display_path(&path, Path::new(root)),
+                    None => path.to_string_lossy().into_owned(),
+                };
                 self.shared
                     .extra
                     .push(SourceFile::new(path.clone(), display, text.clone()));
@@ -1291,7 +1299,8 @@ fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, why: Unparsed
     let at = why.at.map_or(0, offset).min(file.text.len());
     front.out.failures.push(ParseFailure {
         span: Span::new(id, at..at),
-        message: format!("Rust file could not be parsed ({}); its SQL strings were analysed without knowing their executors", why.message),
+        message: why.message,
+        host: true,
     });
     let Ok(tokens) = why.text.parse::<TokenStream>() else {
         return;

@@ -1,0 +1,109 @@
+//! `txlint model`: the transaction model as txlint understood the code, for people who want
+//! to see why a finding was or was not made.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::Run;
+use crate::model::*;
+
+fn executor(e: Executor) -> &'static str {
+    match e {
+        Executor::Session => "session",
+        Executor::Pool => "pool",
+        Executor::PooledConnection => "pooled connection",
+        Executor::Connection => "connection",
+        Executor::Transaction => "transaction",
+        Executor::Unknown => "unknown",
+    }
+}
+
+fn scope(s: Scope) -> &'static str {
+    match s {
+        Scope::Autocommit => "autocommit",
+        Scope::Message => "one message",
+        Scope::Explicit => "transaction",
+        Scope::File => "file transaction",
+        Scope::Caller => "caller's transaction",
+        Scope::Unknown => "unknown transaction",
+    }
+}
+
+pub fn render(run: &Run) -> String {
+    let files = &run.program.files;
+    let at = |span: crate::source::Span| {
+        let lc = files[span.file].line_col(span.start);
+        format!("{}:{}:{}", files[span.file].display, lc.line, lc.column)
+    };
+    let mut out = String::new();
+    let mut by_executor: BTreeMap<&str, usize> = BTreeMap::new();
+    for unit in &run.program.units {
+        let kind = match unit.kind {
+            UnitKind::Script => "script",
+            UnitKind::QueryFile => "query file",
+            UnitKind::Routine => "routine",
+            UnitKind::DoBlock => "DO block",
+            UnitKind::RustFn => "fn",
+        };
+        let _ = writeln!(
+            out,
+            "{} {} {}",
+            at(unit.span),
+            kind,
+            unit.name.as_deref().unwrap_or("")
+        );
+        for tx in &unit.transactions {
+            let iso = match tx.isolation {
+                Isolation::ReadCommitted => "",
+                Isolation::RepeatableRead => ", repeatable read",
+                Isolation::Serializable => ", serializable",
+            };
+            let _ = writeln!(
+                out,
+                "  {} via {}{iso}",
+                scope(tx.scope),
+                executor(tx.executor)
+            );
+            for step in &tx.steps {
+                *by_executor.entry(executor(tx.executor)).or_default() += 1;
+                let f = &step.facts;
+                let mut notes: Vec<String> = Vec::new();
+                if let Some(s) = step.session {
+                    notes.push(format!("session {s}"));
+                }
+                if let Some(v) = &step.via {
+                    notes.push(format!("via `{v}`"));
+                }
+                notes.extend(f.writes.iter().map(|t| format!("writes {}", t.name)));
+                notes.extend(f.row_locks.iter().map(|l| l.clause.clone()));
+                notes.extend(
+                    f.advisory
+                        .iter()
+                        .map(|a| format!("{}({})", a.function, a.key)),
+                );
+                if !f.parsed {
+                    notes.push("tokens only".into());
+                }
+                let _ = writeln!(
+                    out,
+                    "    {} {:?} {}",
+                    at(step.span),
+                    f.kind,
+                    notes.join(", ").trim()
+                );
+            }
+        }
+    }
+    let counts: Vec<String> = by_executor
+        .iter()
+        .map(|(k, n)| format!("{n} via {k}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{}, {}: {}",
+        super::text::plural(run.program.units.len(), "unit"),
+        super::text::plural(by_executor.values().sum::<usize>(), "statement"),
+        counts.join(", ")
+    );
+    out
+}

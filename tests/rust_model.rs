@@ -1,0 +1,247 @@
+//! The Rust front-end's model: which executor, session and transaction each statement gets.
+
+use txlint::config::Config;
+use txlint::model::{Executor, Scope, Step, Transaction, Unit};
+
+fn units(src: &str, toml: &str) -> Vec<Unit> {
+    let config = Config::parse(toml).expect("config");
+    txlint::check_source("lib.rs", src, &config).program.units
+}
+
+fn unit<'u>(units: &'u [Unit], name: &str) -> &'u Unit {
+    units
+        .iter()
+        .find(|u| u.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no unit {name}"))
+}
+
+/// (scope, executor, number of steps) of each transaction, in program order.
+fn shape(u: &Unit) -> Vec<(Scope, Executor, usize)> {
+    u.transactions
+        .iter()
+        .map(|t| (t.scope, t.executor, t.steps.len()))
+        .collect()
+}
+
+fn steps(u: &Unit) -> Vec<(&Transaction, &Step)> {
+    u.transactions
+        .iter()
+        .flat_map(|t| t.steps.iter().map(move |s| (t, s)))
+        .collect()
+}
+
+#[test]
+fn executors_from_types_constructors_and_methods() {
+    let src = r#"
+async fn f(pool: &PgPool, client: &tokio_postgres::Client, e: impl sqlx::PgExecutor<'_>) {
+    sqlx::query("SELECT 1").execute(pool).await;
+    client.query("SELECT 2", &[]).await;
+    sqlx::query("SELECT 3").execute(e).await;
+    let mut conn = pool.acquire().await.unwrap();
+    sqlx::query("SELECT 4").execute(&mut *conn).await;
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SELECT 5").execute(&mut *tx).await;
+    sqlx::query("SELECT 6").execute(tx.as_mut()).await;
+    tx.commit().await;
+    sqlx::query("SELECT 7").execute(&mut *conn).await;
+    something_else.run("SELECT 8").await;
+}
+"#;
+    let u = units(src, "");
+    let f = unit(&u, "f");
+    use Executor::*;
+    use Scope::*;
+    assert_eq!(
+        shape(f),
+        vec![
+            (Autocommit, Pool, 1),
+            (Autocommit, Connection, 1),
+            (Scope::Unknown, Executor::Unknown, 1),
+            (Autocommit, PooledConnection, 1),
+            (Explicit, Transaction, 2),
+            (Autocommit, PooledConnection, 1),
+        ]
+    );
+    // The transaction runs on the acquired connection's session.
+    let s = steps(f);
+    assert_eq!(s[3].1.session, s[4].1.session);
+    assert_eq!(s[4].1.session, s[6].1.session);
+    assert_ne!(s[0].1.session, s[3].1.session);
+    assert_eq!(s[4].1.via.as_deref(), Some("&mut *tx"));
+    let tx = &f.transactions[4];
+    assert!(tx.begin.is_some() && tx.end.is_some());
+}
+
+#[test]
+fn helpers_join_the_callers_transaction_and_are_not_units_of_their_own() {
+    let src = r#"
+async fn helper(conn: &mut PgConnection) {
+    sqlx::query("UPDATE a SET x = 1").execute(conn).await;
+}
+async fn caller(pool: &PgPool) {
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1").execute(&mut *tx).await;
+    helper(&mut tx).await;
+    self.helper2(&mut *tx).await;
+    tx.commit().await;
+}
+impl X {
+    async fn helper2(&self, conn: &mut PgConnection) {
+        sqlx::query("UPDATE b SET x = 1").execute(conn).await;
+    }
+}
+async fn lonely(conn: &mut PgConnection) {
+    sqlx::query("UPDATE c SET x = 1").execute(conn).await;
+}
+"#;
+    let u = units(src, "");
+    assert!(
+        u.iter()
+            .all(|u| u.name.as_deref() != Some("helper") && u.name.as_deref() != Some("helper2"))
+    );
+    let caller = unit(&u, "caller");
+    assert_eq!(
+        shape(caller),
+        vec![(Scope::Explicit, Executor::Transaction, 3)]
+    );
+    let tables: Vec<_> = caller.transactions[0]
+        .steps
+        .iter()
+        .flat_map(|s| &s.facts.writes)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(tables, vec!["a", "b"]);
+    assert_eq!(
+        shape(unit(&u, "lonely")),
+        vec![(Scope::Autocommit, Executor::Connection, 1)]
+    );
+}
+
+#[test]
+fn transactions_end_at_scope_end_and_closures_run_in_them() {
+    let src = r#"
+async fn f(pool: &PgPool) {
+    {
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("SELECT 1").execute(&mut *tx).await;
+    }
+    sqlx::query("SELECT 2").execute(pool).await;
+    pool.transaction(|txn| Box::pin(async move {
+        sqlx::query("SELECT 3").execute(&mut **txn).await;
+        sqlx::query("SELECT 4").execute(&mut **txn).await;
+    })).await;
+}
+"#;
+    let u = units(src, "");
+    use Executor::*;
+    use Scope::*;
+    assert_eq!(
+        shape(unit(&u, "f")),
+        vec![
+            (Explicit, Transaction, 1),
+            (Autocommit, Pool, 1),
+            (Explicit, Transaction, 2)
+        ]
+    );
+}
+
+#[test]
+fn sql_in_batches_and_sql_level_transactions() {
+    let src = r#"
+async fn f(client: &Client) {
+    client.batch_execute("SELECT 1; SELECT 2").await;
+    client.execute("BEGIN", &[]).await;
+    client.execute("SELECT 3", &[]).await;
+    client.execute("COMMIT", &[]).await;
+}
+"#;
+    let u = units(src, "");
+    assert_eq!(
+        shape(unit(&u, "f")),
+        vec![
+            (Scope::Message, Executor::Connection, 2),
+            (Scope::Explicit, Executor::Connection, 1)
+        ]
+    );
+}
+
+#[test]
+fn exits_and_branches_are_recorded() {
+    let src = r#"
+async fn f(pool: &PgPool, ok: bool) -> sqlx::Result<()> {
+    sqlx::query("SELECT 1").execute(pool).await?;
+    if ok {
+        sqlx::query("SELECT 2").execute(pool).await?;
+        return Ok(());
+    }
+    Ok(())
+}
+"#;
+    let u = units(src, "");
+    let f = unit(&u, "f");
+    let s = steps(f);
+    assert!(s[0].1.branch.is_empty());
+    assert_eq!(s[1].1.branch.len(), 1);
+    // `?` after step 1 (owned by it), `?` after step 2 (owned), `return`.
+    let owners: Vec<_> = f.exits.iter().map(|e| e.owner).collect();
+    assert_eq!(owners, vec![Some(s[0].1.seq), Some(s[1].1.seq), None]);
+    assert_eq!(f.exits[2].branch, s[1].1.branch);
+}
+
+#[test]
+fn user_wrappers_from_config() {
+    let src = r#"
+async fn f(db: &Db, store: &Store) {
+    db.run_sql("SELECT pg_advisory_xact_lock(1)").await;
+    run_sql(store, "SELECT 2").await;
+}
+"#;
+    let toml = "[rust]\npool_types = [\"Db\"]\nconnection_types = [\"Store\"]\nquery_functions = [\"run_sql\"]\n";
+    let u = units(src, toml);
+    assert_eq!(
+        shape(unit(&u, "f")),
+        vec![
+            (Scope::Autocommit, Executor::Pool, 1),
+            (Scope::Autocommit, Executor::Connection, 1)
+        ]
+    );
+    // Without the configuration, neither call is understood as sending SQL.
+    assert!(unit(&units(src, ""), "f").transactions.is_empty());
+}
+
+#[test]
+fn query_file_reads_relative_to_the_manifest() {
+    let dir = std::env::temp_dir().join(format!("txlint-query-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("queries")).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    std::fs::write(
+        dir.join("queries/lock.sql"),
+        "-- a query file\nSELECT * FROM jobs\nWHERE id = $1 FOR UPDATE\n",
+    )
+    .unwrap();
+    let rs = "async fn f(pool: &PgPool) {\n    sqlx::query_file!(\"queries/lock.sql\", 1).fetch_one(pool).await;\n}\n";
+    std::fs::write(dir.join("src/lib.rs"), rs).unwrap();
+    let run = txlint::check_paths(&[dir.join("src/lib.rs")], &dir, &Config::default());
+    let d: Vec<_> = run
+        .diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d.rule,
+                run.program.files[d.span.file].display.clone(),
+                run.program.files[d.span.file].line_col(d.span.start).line,
+            )
+        })
+        .collect();
+    assert_eq!(
+        d,
+        vec![(
+            "xact-lock-outside-transaction",
+            "queries/lock.sql".to_string(),
+            3
+        )]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
