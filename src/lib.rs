@@ -98,6 +98,10 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     if !rust.is_empty() {
         extracted.push(extract::rust::extract(&mut program.files, &rust, config));
     }
+    let embedded: Vec<usize> = extracted
+        .iter()
+        .flat_map(|x| x.embedded.iter().copied())
+        .collect();
     for x in extracted {
         stats += x.stats;
         diagnostics.extend(
@@ -107,6 +111,11 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         );
         program.units.extend(x.units);
     }
+    // A SQL file that Rust code sends is not also a script: its statements run where the code
+    // sends them.
+    program
+        .units
+        .retain(|u| !(u.kind == model::UnitKind::Script && embedded.contains(&u.span.file)));
     let cx = rules::Context {
         program: &program,
         config,

@@ -69,6 +69,9 @@ pub struct Extracted {
     pub units: Vec<Unit>,
     /// Statements sqlparser rejected (reported as `syntax-error`).
     pub failures: Vec<ParseFailure>,
+    /// SQL files sent by host code (`include_str!`, `query_file!`): they are query files of
+    /// that code, not scripts of their own.
+    pub embedded: std::collections::BTreeSet<FileId>,
     pub stats: Stats,
 }
 

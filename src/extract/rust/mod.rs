@@ -113,6 +113,11 @@ pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> 
         known: files.iter().map(|f| f.path.clone()).collect(),
         first_extra: files.len(),
     };
+    // SQL files that constants include are query files of the code, whether or not a call
+    // using the constant is recognised.
+    for ((file, _), expr) in &index.consts {
+        Walker::new(&index, &mut front, &mut shared, *file).sql_only(expr);
+    }
     let mut units = Vec::new();
     for (i, f) in index.fns.iter().enumerate() {
         let mut w = Walker::new(&index, &mut front, &mut shared, f.file);
@@ -1098,6 +1103,10 @@ impl<'a, 'w> Walker<'a, 'w> {
             };
         }
         match name.as_str() {
+            "include_str" => match args.first().map(|a| self.expr(a)) {
+                Some(Value::Sql(s)) => self.include_str(&s.text),
+                _ => Value::None,
+            },
             "concat" => {
                 let mut out: Option<Sql> = None;
                 for a in &args {
@@ -1131,14 +1140,27 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// `query_file!("queries/x.sql")`: the file relative to the crate's manifest folder.
     fn query_file(&mut self, rel: &str) -> Value {
         let here = &self.parsed().path;
-        let Some(root) = here
+        match here
             .ancestors()
             .skip(1)
             .find(|d| d.join("Cargo.toml").is_file())
-        else {
-            return Value::None;
-        };
-        let path = root.join(rel);
+        {
+            Some(root) => self.sql_file(root.join(rel)),
+            None => Value::None,
+        }
+    }
+
+    /// `include_str!("../queries/x.sql")`: the file relative to the Rust file.
+    fn include_str(&mut self, rel: &str) -> Value {
+        match self.parsed().path.parent() {
+            Some(dir) => self.sql_file(dir.join(rel)),
+            None => Value::None,
+        }
+    }
+
+    /// A SQL file that Rust code sends: its statements run where the code sends them, so it is
+    /// not also read as a script of its own.
+    fn sql_file(&mut self, path: PathBuf) -> Value {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Value::None;
         };
@@ -1159,6 +1181,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.shared.first_extra + self.shared.extra.len() - 1
             }
         };
+        self.front.out.embedded.insert(id);
         Value::Sql(Sql {
             file: id,
             text,
