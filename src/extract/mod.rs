@@ -45,7 +45,9 @@ impl Front<'_> {
             parser: self.parser,
         };
         let (mut facts, failure) = reader.read(stmt);
-        facts.assigns = assigns;
+        if !assigns.is_empty() {
+            facts.assigns = assigns;
+        }
         self.out.stats += Stats {
             statements: 1,
             parsed: usize::from(facts.parsed),
@@ -59,6 +61,7 @@ impl Front<'_> {
             session: None,
             branch: Vec::new(),
             via: None,
+            inputs: Vec::new(),
         }
     }
 }

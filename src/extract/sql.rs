@@ -120,6 +120,7 @@ impl Front<'_> {
             "plpgsql" => {
                 let parsed = plpgsql::read_body(&body, self.dialect);
                 let mut known: Vec<String> = parsed.declared.clone();
+                known.extend(routine_params(src, &stmt.tokens));
                 for (seq, s) in parsed.statements.iter().enumerate() {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
                     step.seq = seq;
@@ -168,6 +169,47 @@ fn routine_name(src: &str, t: &[Token]) -> Option<String> {
         j += 1;
     }
     name
+}
+
+/// Names of a routine's parameters: `(acct int, OUT total numeric, int)` gives `acct`, `total`.
+fn routine_params(src: &str, t: &[Token]) -> Vec<String> {
+    let Some(open) = t.iter().position(|t| t.is_punct(src, "(")) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut arg: Vec<&Token> = Vec::new();
+    for tok in &t[open..] {
+        if tok.is_punct(src, "(") {
+            depth += 1;
+            if depth == 1 {
+                continue;
+            }
+        } else if tok.is_punct(src, ")") {
+            depth -= 1;
+        }
+        if depth == 0 || (depth == 1 && tok.is_punct(src, ",")) {
+            let words: Vec<&&Token> = arg
+                .iter()
+                .skip_while(|a| {
+                    ["in", "out", "inout", "variadic"]
+                        .iter()
+                        .any(|m| a.is(src, m))
+                })
+                .collect();
+            // A name is followed by its type; a lone type is an unnamed parameter.
+            if words.len() >= 2 && words[0].kind == Kind::Word {
+                names.push(words[0].text(src).to_ascii_lowercase());
+            }
+            arg.clear();
+            if depth == 0 {
+                break;
+            }
+            continue;
+        }
+        arg.push(tok);
+    }
+    names
 }
 
 /// The text of a string token and where each of its bytes is in the host.
@@ -292,7 +334,8 @@ mod tests {
         assert_eq!(read.facts.reads[0].name, "accounts");
         let write = &f.transactions[0].steps[1];
         assert_eq!(write.facts.kind, StmtKind::Update);
-        assert_eq!(write.facts.uses, vec!["v"]);
+        // `k` is the function's parameter: a variable too.
+        assert_eq!(write.facts.uses, vec!["v", "k"]);
         assert_eq!(write.facts.writes[0].name, "accounts");
         let lock = &f.transactions[1].steps[0].facts.advisory[0];
         assert_eq!(&sql[lock.span.range()], "pg_advisory_xact_lock(k)");

@@ -21,10 +21,44 @@ pub struct Facts {
     /// Calls a function other than a lock function or a well-known pure built-in: the
     /// statement may do its protected work itself.
     pub calls_functions: bool,
+    /// Columns a query reads (`*` for a wildcard), lower case (from the AST).
+    pub columns: Vec<String>,
+    /// `SET` items of an `UPDATE` (from the AST).
+    pub sets: Vec<SetItem>,
+    /// `col = value` conjuncts of the `WHERE` clause (from the AST).
+    pub filters: Vec<Pred>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
     pub assigns: Vec<String>,
     /// Variables of the unit that this statement reads.
     pub uses: Vec<String>,
+}
+
+/// An expression's ingredients.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Operand {
+    /// `$n` (and MySQL `?`, numbered in order).
+    pub params: Vec<usize>,
+    /// Identifiers: columns of the statement's tables, or variables (PL/pgSQL, psql), dotted
+    /// when qualified (`r.balance`).
+    pub idents: Vec<String>,
+    /// The expression as sqlparser prints it.
+    pub text: String,
+}
+
+/// `SET column = value`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetItem {
+    pub column: String,
+    pub value: Operand,
+    /// The column name in the host file.
+    pub span: Option<Span>,
+}
+
+/// `column = value` in a `WHERE` clause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pred {
+    pub column: String,
+    pub value: Operand,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

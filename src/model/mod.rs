@@ -159,4 +159,17 @@ pub struct Step {
     pub branch: Vec<usize>,
     /// What the statement is sent through, as written in host code (`&mut *tx`).
     pub via: Option<String>,
+    /// Host values bound to its parameters, and which earlier steps' results they come from.
+    pub inputs: Vec<Input>,
+}
+
+/// A value host code binds to a statement parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// 1-based parameter number (`$1`, or the n-th `?`).
+    pub param: usize,
+    /// Sequence numbers of the steps whose results flow into the value.
+    pub from: Vec<usize>,
+    /// The host expression as written (`new_balance`).
+    pub text: String,
 }

@@ -297,7 +297,13 @@ impl Reader<'_> {
         let failure = if own {
             None
         } else {
-            self.parse(stmt, &blank).err()
+            match self.parse(stmt, &blank) {
+                Ok((sql, parsed)) => {
+                    self.structure(stmt, &sql, &parsed, &mut f);
+                    None
+                }
+                Err(e) => Some(e),
+            }
         };
         f.parsed = failure.is_none() && !own;
         (f, failure)
@@ -684,8 +690,68 @@ impl Reader<'_> {
         }
     }
 
-    /// Hand the statement to sqlparser, with the locking clauses blanked out.
-    fn parse(&self, stmt: &RawStatement, blank: &[Range<usize>]) -> Result<(), ParseFailure> {
+    /// Columns, `SET` items and `WHERE` conjuncts from the AST, placed in the host file; psql
+    /// variables (`:v`, parsed as `_v`) are named `:v`, apart from columns, and count as used.
+    fn structure(
+        &self,
+        stmt: &RawStatement,
+        sql: &str,
+        parsed: &[sqlparser::ast::Statement],
+        f: &mut Facts,
+    ) {
+        let Some(first) = parsed.first() else {
+            return;
+        };
+        let locate = Locator {
+            sql,
+            base: stmt.range.start,
+            prefix: stmt.prefix,
+        };
+        let s = super::ast::structure(first, &locate);
+        let psql: Vec<String> = stmt
+            .tokens
+            .iter()
+            .filter(|t| t.kind == Kind::PsqlVar)
+            .map(|t| t.text(self.src)[1..].to_string())
+            .filter(|v| v.starts_with(|c: char| c.is_alphabetic() || c == '_'))
+            .collect();
+        let rename = |o: &mut Operand| {
+            for i in &mut o.idents {
+                if let Some(v) = i.strip_prefix('_')
+                    && psql.iter().any(|p| p == v)
+                {
+                    *i = format!(":{v}");
+                }
+            }
+        };
+        f.columns = s.columns;
+        f.filters = s.filters;
+        for p in &mut f.filters {
+            rename(&mut p.value);
+        }
+        for (mut item, range) in s.sets {
+            rename(&mut item.value);
+            item.span = range.map(|r| self.span(r));
+            f.sets.push(item);
+        }
+        if stmt.gset {
+            f.assigns = s.outputs.iter().map(|o| format!(":{o}")).collect();
+        }
+        for v in psql {
+            let v = format!(":{v}");
+            if !f.uses.contains(&v) {
+                f.uses.push(v);
+            }
+        }
+    }
+
+    /// Hand the statement to sqlparser, with the locking clauses blanked out; the text it saw
+    /// and what it parsed.
+    fn parse(
+        &self,
+        stmt: &RawStatement,
+        blank: &[Range<usize>],
+    ) -> Result<(String, Vec<sqlparser::ast::Statement>), ParseFailure> {
         let mut sql = stmt.sql.clone();
         let base = stmt.range.start;
         for r in blank {
@@ -698,7 +764,7 @@ impl Reader<'_> {
             .try_with_sql(&sql)
             .and_then(|mut p| p.parse_statements());
         let err = match result {
-            Ok(_) => return Ok(()),
+            Ok(parsed) => return Ok((sql, parsed)),
             Err(e) => e,
         };
         let text = match err {
@@ -734,11 +800,34 @@ impl Reader<'_> {
     }
 }
 
+/// Places AST identifiers in the snippet the statement was cut from.
+struct Locator<'a> {
+    sql: &'a str,
+    base: usize,
+    prefix: usize,
+}
+
+impl super::ast::Locate for Locator<'_> {
+    fn ident(&self, ident: &sqlparser::ast::Ident) -> Option<Range<usize>> {
+        let (s, e) = (ident.span.start, ident.span.end);
+        if s.line == 0 {
+            return None;
+        }
+        let start = line_col_offset(self.sql, s.line as usize, s.column as usize)?;
+        let end = line_col_offset(self.sql, e.line as usize, e.column as usize)?;
+        let to_snippet = |o: usize| self.base + o.saturating_sub(self.prefix);
+        Some(to_snippet(start)..to_snippet(end.max(start)))
+    }
+}
+
 /// Byte offset in `sql` of sqlparser's "L, Column: C".
 fn sql_offset(sql: &str, pos: &str) -> Option<usize> {
     let (line, col) = pos.split_once(", Column: ")?;
-    let line: usize = line.trim().parse().ok()?;
-    let col: usize = col.trim().parse().ok()?;
+    line_col_offset(sql, line.trim().parse().ok()?, col.trim().parse().ok()?)
+}
+
+/// Byte offset of a 1-based line and 1-based column counted in chars.
+fn line_col_offset(sql: &str, line: usize, col: usize) -> Option<usize> {
     let line_start: usize = sql
         .split_inclusive('\n')
         .take(line.checked_sub(1)?)

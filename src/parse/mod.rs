@@ -1,5 +1,6 @@
 //! From SQL text to statement facts: splitting, PL/pgSQL bodies, tokens and sqlparser.
 
+pub mod ast;
 pub mod facts;
 pub mod lex;
 pub mod plpgsql;

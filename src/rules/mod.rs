@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::Program;
 
+pub mod lost_update;
 pub mod read_error;
 pub mod session_lock_on_pool;
 pub mod syntax_error;
@@ -60,6 +61,7 @@ impl Rule {
 }
 
 pub const ALL: &[Rule] = &[
+    lost_update::RULE,
     read_error::RULE,
     session_lock_on_pool::RULE,
     syntax_error::RULE,

@@ -335,7 +335,12 @@ struct Sql {
     map: OffsetMap,
     /// Sent as one simple-query message (several statements, one implicit transaction).
     batch: bool,
+    /// Values bound so far, in parameter order: where they come from, and their text.
+    binds: Vec<(Flow, String)>,
 }
+
+/// The steps whose results a host value is computed from.
+type Flow = std::collections::BTreeSet<usize>;
 
 impl Sql {
     fn key(&self) -> (FileId, usize) {
@@ -366,6 +371,8 @@ enum Value {
     None,
     Handle(Handle),
     Sql(Sql),
+    /// Data computed from the results of these steps.
+    Data(Flow),
 }
 
 const UNKNOWN: usize = 0;
@@ -574,7 +581,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                                 w.expr(diverge);
                             });
                         }
-                        v
+                        self.or_data(v, &init.expr)
                     }
                     None => Value::None,
                 };
@@ -590,8 +597,55 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
     }
 
+    /// A value with no meaning of its own is data if it is computed from query results.
+    fn or_data(&self, v: Value, e: &syn::Expr) -> Value {
+        match v {
+            Value::None => {
+                let flow = self.flow(e);
+                if flow.is_empty() {
+                    Value::None
+                } else {
+                    Value::Data(flow)
+                }
+            }
+            v => v,
+        }
+    }
+
+    /// The steps whose results the variables used in `e` carry.
+    fn flow(&self, e: &syn::Expr) -> Flow {
+        struct Names<'v>(&'v HashMap<String, Value>, Flow);
+        impl<'a> Visit<'a> for Names<'_> {
+            fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+                if let Some(id) = p.path.get_ident()
+                    && let Some(Value::Data(f)) = self.0.get(&id.to_string())
+                {
+                    self.1.extend(f.iter().copied());
+                }
+            }
+        }
+        let mut names = Names(&self.vars, Flow::new());
+        names.visit_expr(e);
+        names.1
+    }
+
     /// Bind a pattern to a value; a type annotation tells the handle kind.
     fn bind(&mut self, pat: &syn::Pat, value: Value) {
+        // Data spreads to every name of a destructuring pattern.
+        if let Value::Data(flow) = &value {
+            struct Idents(Vec<String>);
+            impl<'a> Visit<'a> for Idents {
+                fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+                    self.0.push(p.ident.to_string());
+                }
+            }
+            let mut idents = Idents(Vec::new());
+            idents.visit_pat(pat);
+            for name in idents.0 {
+                self.vars.insert(name, Value::Data(flow.clone()));
+            }
+            return;
+        }
         match pat {
             syn::Pat::Ident(p) => {
                 let name = p.ident.to_string();
@@ -766,6 +820,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Let(l) => self.expr(&l.expr),
             E::Assign(a) => {
                 let v = self.expr(&a.right);
+                let v = self.or_data(v, &a.right);
                 if let E::Path(p) = &*a.left
                     && let Some(id) = p.path.get_ident()
                 {
@@ -821,6 +876,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 text,
                 map,
                 batch: false,
+                binds: Vec::new(),
             }),
             None => Value::None,
         }
@@ -929,10 +985,21 @@ impl<'a, 'w> Walker<'a, 'w> {
                 || self.ix.config.rust.query_functions.contains(&name))
         {
             sql.batch |= BATCH_METHODS.contains(&name.as_str());
+            // tokio-postgres parameters: `&[&a, &b]`.
+            if let Some(params) = m.args.iter().nth(1) {
+                let params = match params {
+                    syn::Expr::Reference(r) => &*r.expr,
+                    p => p,
+                };
+                if let syn::Expr::Array(a) = params {
+                    for e in &a.elems {
+                        sql.binds.push((self.flow(e), self.source_of(e)));
+                    }
+                }
+            }
             let handle = self.handle(&receiver, &m.receiver);
             let text = self.source_of(&m.receiver);
-            self.emit(&sql, handle, text);
-            return Value::None;
+            return self.emit(&sql, handle, text);
         }
         // sqlx::query("...").bind(x).fetch_one(&mut *tx)
         if let Value::Sql(sql) = &receiver
@@ -943,17 +1010,23 @@ impl<'a, 'w> Walker<'a, 'w> {
                 _ => (Walker::unknown_handle(), String::new()),
             };
             let sql = sql.clone();
-            self.emit(&sql, handle, text);
-            return Value::None;
+            return self.emit(&sql, handle, text);
         }
         match (name.as_str(), &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
             ("prepare" | "prepare_cached" | "prepare_typed", _) if arg_sql.is_some() => {
                 Value::Sql(arg_sql.unwrap_or_else(|| unreachable!()))
             }
+            ("bind", Value::Sql(sql)) => {
+                let mut sql = sql.clone();
+                if let Some(e) = m.args.first() {
+                    sql.binds.push((self.flow(e), self.source_of(e)));
+                }
+                Value::Sql(sql)
+            }
             (
-                "bind" | "bind_all" | "persistent" | "map" | "try_map" | "as_str" | "to_string"
-                | "to_owned" | "into" | "clone" | "build" | "sql",
+                "bind_all" | "persistent" | "map" | "try_map" | "as_str" | "to_string" | "to_owned"
+                | "into" | "clone" | "build" | "sql",
                 Value::Sql(_),
             ) => receiver,
             (
@@ -986,7 +1059,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                 if args.iter().any(|a| matches!(a, Value::Handle(_))) {
                     self.inline(&name, &args);
                 }
-                Value::None
+                // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
+                data_of(std::iter::once(&receiver).chain(&args))
             }
         }
     }
@@ -1078,7 +1152,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         match name {
             // Box::pin(async move {..}), Ok(x): the value passes through.
             "pin" | "Ok" | "Some" | "from" | "new" => args.into_iter().next().unwrap_or_default(),
-            _ => Value::None,
+            _ => data_of(&args),
         }
     }
 
@@ -1097,8 +1171,17 @@ impl<'a, 'w> Walker<'a, 'w> {
             };
             let v = self.expr(arg);
             self.exprs(args.iter().skip(index + 1));
-            return match v {
+            let v = match v {
                 Value::Sql(s) if is_file => self.query_file(&s.text),
+                v => v,
+            };
+            return match v {
+                Value::Sql(mut sql) => {
+                    for e in args.iter().skip(index + 1) {
+                        sql.binds.push((self.flow(e), self.source_of(e)));
+                    }
+                    Value::Sql(sql)
+                }
                 v => v,
             };
         }
@@ -1122,11 +1205,20 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let first = args.first().map(|a| self.expr(a));
                 self.exprs(args.iter().skip(1));
                 match first {
-                    Some(Value::Sql(mut s)) => {
+                    // `format!("SELECT ... {table}")` builds SQL ...
+                    Some(Value::Sql(mut s)) if looks_like_sql(&s.text) => {
                         s.text = blank_format_placeholders(&s.text);
                         Value::Sql(s)
                     }
-                    _ => Value::None,
+                    // ... `format!("{}{}", row.name, suffix)` builds data.
+                    _ => {
+                        let flow: Flow = args.iter().skip(1).flat_map(|a| self.flow(a)).collect();
+                        if flow.is_empty() {
+                            Value::None
+                        } else {
+                            Value::Data(flow)
+                        }
+                    }
                 }
             }
             _ => {
@@ -1187,6 +1279,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             text,
             map: OffsetMap::shifted(0),
             batch: false,
+            binds: Vec::new(),
         })
     }
 
@@ -1222,7 +1315,8 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     /// Send `sql` through `handle`: one step per statement, in the handle's session walker.
-    fn emit(&mut self, sql: &Sql, handle: Handle, via: String) {
+    /// The result is the data the statements return.
+    fn emit(&mut self, sql: &Sql, handle: Handle, via: String) -> Value {
         let key = sql.key();
         if !self.shared.cache.contains_key(&key) {
             self.front.file = sql.file;
@@ -1240,11 +1334,23 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         let steps = self.shared.cache[&key].clone();
         self.message += 1;
+        let mut results = Flow::new();
         for (mut step, _) in steps {
             step.seq = self.next_seq();
             step.session = handle.session;
             step.branch = self.branch.clone();
             step.via = Some(via.clone());
+            step.inputs = sql
+                .binds
+                .iter()
+                .enumerate()
+                .map(|(i, (from, text))| Input {
+                    param: i + 1,
+                    from: from.iter().copied().collect(),
+                    text: text.clone(),
+                })
+                .collect();
+            results.insert(step.seq);
             self.last_step = Some(step.seq);
             // One call is one message unless it sends several statements in a batch.
             if !sql.batch {
@@ -1252,6 +1358,61 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             self.walkers[handle.walker].push(step, self.message);
         }
+        Value::Data(results)
+    }
+}
+
+/// Whether a format string is SQL: it starts with a statement keyword.
+fn looks_like_sql(text: &str) -> bool {
+    let first = text
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    matches!(
+        first.as_str(),
+        "select"
+            | "insert"
+            | "update"
+            | "delete"
+            | "with"
+            | "merge"
+            | "lock"
+            | "begin"
+            | "start"
+            | "commit"
+            | "rollback"
+            | "set"
+            | "call"
+            | "create"
+            | "alter"
+            | "drop"
+            | "truncate"
+            | "values"
+            | "table"
+            | "do"
+            | "savepoint"
+            | "release"
+            | "copy"
+            | "explain"
+    )
+}
+
+/// Data computed from any of `values` (the union of their flows), or nothing.
+fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value {
+    let flow: Flow = values
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::Data(f) => Some(f.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if flow.is_empty() {
+        Value::None
+    } else {
+        Value::Data(flow)
     }
 }
 

@@ -1,0 +1,182 @@
+//! Facts that need the statement's structure, read from sqlparser's AST: the columns a query
+//! reads, the `SET` items of an `UPDATE` and the `col = value` conjuncts of a `WHERE`.
+//!
+//! Everything positional comes from identifier spans (reliable in sqlparser 0.64, unlike
+//! statement spans); a missing span falls back to the statement.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    AssignmentTarget, BinaryOperator, Expr, Ident, SelectItem, SetExpr, Statement, Value,
+    visit_expressions,
+};
+
+use crate::model::{Operand, Pred, SetItem};
+
+/// Where an identifier of the statement text is: a byte offset into the text sqlparser saw.
+pub trait Locate {
+    fn ident(&self, ident: &Ident) -> Option<std::ops::Range<usize>>;
+}
+
+/// What the AST adds to a statement's facts.
+#[derive(Debug, Default)]
+pub struct Structure {
+    /// Columns a query reads (`*` for a wildcard), lower case.
+    pub columns: Vec<String>,
+    /// Output names of a query's select list (aliases, else column names).
+    pub outputs: Vec<String>,
+    /// `SET` items of an `UPDATE`, with the byte range of the column in the text.
+    pub sets: Vec<(SetItem, Option<std::ops::Range<usize>>)>,
+    /// `col = value` conjuncts of the `WHERE` (of the top-level query or `UPDATE`).
+    pub filters: Vec<Pred>,
+}
+
+pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
+    let mut s = Structure::default();
+    let mut positional = 0;
+    match stmt {
+        Statement::Query(q) => {
+            if let SetExpr::Select(select) = q.body.as_ref() {
+                for item in &select.projection {
+                    match item {
+                        SelectItem::UnnamedExpr(e) => {
+                            s.columns
+                                .extend(operand(e, &mut positional).idents.iter().map(|i| last(i)));
+                            if let Some(name) = column_name(e) {
+                                s.outputs.push(name);
+                            }
+                        }
+                        SelectItem::ExprWithAlias { expr, alias } => {
+                            s.columns.extend(
+                                operand(expr, &mut positional)
+                                    .idents
+                                    .iter()
+                                    .map(|i| last(i)),
+                            );
+                            s.outputs.push(name(alias));
+                        }
+                        _ => s.columns.push("*".to_string()),
+                    }
+                }
+                if let Some(w) = &select.selection {
+                    conjuncts(w, &mut s.filters, &mut positional);
+                }
+            }
+        }
+        Statement::Update(u) => {
+            for a in &u.assignments {
+                let value = operand(&a.value, &mut positional);
+                let targets: Vec<&sqlparser::ast::ObjectName> = match &a.target {
+                    AssignmentTarget::ColumnName(n) => vec![n],
+                    AssignmentTarget::Tuple(ns) => ns.iter().collect(),
+                };
+                for t in targets {
+                    let Some(ident) = t.0.last().and_then(|p| p.as_ident()) else {
+                        continue;
+                    };
+                    s.sets.push((
+                        SetItem {
+                            column: name(ident),
+                            value: value.clone(),
+                            span: None,
+                        },
+                        at.ident(ident),
+                    ));
+                }
+            }
+            if let Some(w) = &u.selection {
+                conjuncts(w, &mut s.filters, &mut positional);
+            }
+        }
+        _ => {}
+    }
+    s
+}
+
+fn name(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_ascii_lowercase()
+    }
+}
+
+fn last(dotted: &str) -> String {
+    dotted.rsplit('.').next().unwrap_or(dotted).to_string()
+}
+
+fn column_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(name(i)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(name),
+        _ => None,
+    }
+}
+
+/// `a = x AND b = y AND ...`: the `col = value` conjuncts.
+fn conjuncts(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(left, out, positional);
+            conjuncts(right, out, positional);
+        }
+        Expr::Nested(inner) => conjuncts(inner, out, positional),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => {
+            let (col, value) = match (column_name(left), column_name(right)) {
+                (Some(c), _) => (c, right),
+                (None, Some(c)) => (c, left),
+                _ => {
+                    operand(e, positional);
+                    return;
+                }
+            };
+            let value = operand(value, positional);
+            out.push(Pred { column: col, value });
+        }
+        other => {
+            // Count its placeholders so later `?` keep their numbers.
+            operand(other, positional);
+        }
+    }
+}
+
+/// What an expression is made of: parameters, identifiers (columns or variables, dotted),
+/// constants.
+fn operand(e: &Expr, positional: &mut usize) -> Operand {
+    let mut o = Operand {
+        text: e.to_string(),
+        ..Operand::default()
+    };
+    let _ = visit_expressions(e, |x| {
+        match x {
+            Expr::Identifier(i) => o.idents.push(name(i)),
+            Expr::CompoundIdentifier(parts) => {
+                o.idents
+                    .push(parts.iter().map(name).collect::<Vec<_>>().join("."));
+            }
+            Expr::Value(v) => match &v.value {
+                Value::Placeholder(p) if p == "?" => {
+                    *positional += 1;
+                    o.params.push(*positional);
+                }
+                Value::Placeholder(p) => {
+                    if let Ok(n) = p.trim_start_matches('$').parse() {
+                        o.params.push(n);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    o
+}

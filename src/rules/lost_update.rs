@@ -1,0 +1,242 @@
+//! `lost-update`: a value is read, changed outside SQL and written back with nothing that
+//! stops a concurrent run from doing the same in between.
+
+use std::collections::BTreeSet;
+
+use super::{Context, Rule};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::*;
+
+pub const RULE: Rule = Rule {
+    name: "lost-update",
+    severity: Severity::Error,
+    doc: include_str!("../../rules/lost-update.md"),
+    check: Some(check),
+};
+
+/// A step with the transaction it runs in.
+struct At<'u> {
+    tx: usize,
+    txn: &'u Transaction,
+    step: &'u Step,
+}
+
+fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+    for unit in &cx.program.units {
+        let mut steps: Vec<At> = unit
+            .transactions
+            .iter()
+            .enumerate()
+            .flat_map(|(tx, txn)| txn.steps.iter().map(move |step| At { tx, txn, step }))
+            .collect();
+        steps.sort_by_key(|a| a.step.seq);
+        for (i, w) in steps.iter().enumerate() {
+            if let Some(d) = write(cx, &steps, i, w) {
+                out.push(d);
+            }
+        }
+    }
+}
+
+/// The finding for the `UPDATE` at `steps[i]`, against the nearest read that loses it.
+fn write(cx: &Context, steps: &[At], i: usize, w: &At) -> Option<Diagnostic> {
+    let f = &w.step.facts;
+    if f.kind != StmtKind::Update || f.sets.is_empty() || w.txn.scope == Scope::Unknown {
+        return None;
+    }
+    let table = &f.writes.first()?.name;
+    for r in steps[..i].iter().rev() {
+        let rf = &r.step.facts;
+        if rf.kind != StmtKind::Select || rf.modifies || r.txn.scope == Scope::Unknown {
+            continue;
+        }
+        if !rf.reads.iter().any(|t| &t.name == table) {
+            continue;
+        }
+        let same_tx = r.tx == w.tx;
+        let locked = rf.row_locks.iter().any(|l| {
+            matches!(
+                l.strength,
+                RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+            )
+        });
+        // The row is locked from the read to the write; or the database refuses the stale write.
+        if same_tx && (locked || w.txn.isolation >= Isolation::RepeatableRead) {
+            return None;
+        }
+        let Some(keys) = same_row(r.step, w.step) else {
+            continue;
+        };
+        let tainted = tainted_vars(steps, r.step, w.step);
+        for set in &f.sets {
+            if relative(set, w.step) {
+                continue;
+            }
+            let Some(strong) = evidence(set, r.step, w.step, &tainted) else {
+                continue;
+            };
+            // Compare-and-swap: the write checks what was read.
+            if compares(w.step, r.step, &keys) {
+                return None;
+            }
+            return Some(diagnostic(cx, r, w, set, strong, same_tx));
+        }
+    }
+    None
+}
+
+fn diagnostic(
+    cx: &Context,
+    r: &At,
+    w: &At,
+    set: &SetItem,
+    strong: bool,
+    same_tx: bool,
+) -> Diagnostic {
+    let line = cx.program.files[r.step.span.file]
+        .line_col(r.step.span.start)
+        .line;
+    let col = &set.column;
+    let mut message = if strong {
+        format!("`{col}` is read at line {line} and written back without a lock or version check")
+    } else {
+        format!(
+            "`{col}` is read at line {line} and overwritten with a value from outside SQL, without a lock or version check (the value's origin could not be followed)"
+        )
+    };
+    if let Some(v) = w
+        .step
+        .facts
+        .sets
+        .iter()
+        .find(|s| is_version(&s.column) && relative(s, w.step))
+    {
+        message += &format!(
+            "; `{}` is incremented but not compared, which does not stop it",
+            v.column
+        );
+    }
+    let shared_lock = same_tx
+        && r.step.facts.row_locks.iter().any(|l| {
+            matches!(
+                l.strength,
+                RowLockStrength::Share | RowLockStrength::KeyShare
+            )
+        });
+    if shared_lock {
+        message += "; a shared row lock lets both transactions read, then one loses or deadlocks";
+    }
+    let lock_fix = if same_tx {
+        "lock the read (`SELECT ... FOR UPDATE`)"
+    } else {
+        "lock the read (`SELECT ... FOR UPDATE`) in the same transaction as the `UPDATE`"
+    };
+    Diagnostic::new(&RULE, set.span.unwrap_or(w.step.span), message)
+        .note("overwritten here")
+        .in_statement(w.step.span)
+        .label(r.step.span, "read here")
+        .help(format!(
+            "make the update relative (`SET {col} = {col} + $delta`), {lock_fix}, or compare what was read (`WHERE ... AND {col} = $old`, or a version column) and check the affected row count"
+        ))
+}
+
+/// The write's `WHERE` names the same row as the read's: (key columns) with equal values.
+fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
+    let keys: Vec<String> = w
+        .facts
+        .filters
+        .iter()
+        .filter(|wp| {
+            r.facts.filters.iter().any(|rp| {
+                rp.column == wp.column && value_key(&rp.value, r) == value_key(&wp.value, w)
+            })
+        })
+        .map(|p| p.column.clone())
+        .collect();
+    (!keys.is_empty()).then_some(keys)
+}
+
+/// What a value is, comparable across statements: the host expression bound to a parameter,
+/// a variable, or the SQL text.
+fn value_key(o: &Operand, step: &Step) -> String {
+    if !o.params.is_empty() {
+        return o
+            .params
+            .iter()
+            .map(|p| match step.inputs.iter().find(|i| i.param == *p) {
+                Some(i) => format!("host:{}", i.text),
+                None => format!("${p}"),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+    }
+    o.text.to_ascii_lowercase()
+}
+
+fn is_var(ident: &str, step: &Step) -> bool {
+    let first = ident.split('.').next().unwrap_or(ident);
+    step.facts.uses.iter().any(|u| u == first)
+}
+
+/// Computed from the current row (`SET n = n + $1`): not a lost update.
+fn relative(set: &SetItem, w: &Step) -> bool {
+    set.value.idents.iter().any(|i| !is_var(i, w))
+}
+
+/// A parameter or a variable: a value that comes from outside SQL.
+fn from_outside(o: &Operand, step: &Step) -> bool {
+    !o.params.is_empty() || o.idents.iter().any(|i| is_var(i, step))
+}
+
+/// Does the value written come from the read? `Some(true)` when the data flow shows it,
+/// `Some(false)` when only the column overlap suggests it, `None` when it does not.
+fn evidence(set: &SetItem, r: &Step, w: &Step, tainted: &BTreeSet<String>) -> Option<bool> {
+    let o = &set.value;
+    let via_param = o.params.iter().any(|p| {
+        w.inputs
+            .iter()
+            .any(|i| i.param == *p && i.from.contains(&r.seq))
+    });
+    let via_var = o
+        .idents
+        .iter()
+        .any(|i| is_var(i, w) && tainted.contains(i.split('.').next().unwrap_or(i)));
+    if via_param || via_var {
+        return Some(true);
+    }
+    // Variables and bound host values are followed; only a parameter whose value txlint never
+    // saw (a `$1` in a script, an unrecognised binding) falls back to the column overlap.
+    let read = r.facts.columns.iter().any(|c| c == &set.column || c == "*");
+    let unseen = o
+        .params
+        .iter()
+        .any(|p| !w.inputs.iter().any(|i| i.param == *p));
+    (read && unseen).then_some(false)
+}
+
+/// Variables (PL/pgSQL, psql) whose values come from the read `r`, up to the write `w`.
+fn tainted_vars(steps: &[At], r: &Step, w: &Step) -> BTreeSet<String> {
+    let mut tainted: BTreeSet<String> = r.facts.assigns.iter().cloned().collect();
+    for a in steps
+        .iter()
+        .filter(|a| a.step.seq > r.seq && a.step.seq < w.seq)
+    {
+        if a.step.facts.uses.iter().any(|u| tainted.contains(u)) {
+            tainted.extend(a.step.facts.assigns.iter().cloned());
+        }
+    }
+    tainted
+}
+
+/// The `UPDATE` checks a value it read (or a version) besides the row key: compare-and-swap.
+fn compares(w: &Step, r: &Step, keys: &[String]) -> bool {
+    w.facts.filters.iter().any(|p| {
+        !keys.contains(&p.column)
+            && from_outside(&p.value, w)
+            && (is_version(&p.column) || r.facts.columns.iter().any(|c| c == &p.column || c == "*"))
+    })
+}
+
+fn is_version(column: &str) -> bool {
+    column == "version" || column.ends_with("_version") || column == "revision"
+}
