@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use txlint::config::Config;
 use txlint::diagnostic::Severity;
+use txlint::report::graph::GraphFormat;
 use txlint::report::{self, Format, TextStyle};
 use txlint::{discover, rules};
 
@@ -43,6 +44,20 @@ enum Command {
         /// Files and folders to read.
         #[arg(default_value = ".")]
         paths: Vec<PathBuf>,
+        /// Configuration file (default: the nearest txlint.toml in this folder or above).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print the lock-order graph (which locks each transaction takes while holding which),
+    /// with the cycles that can deadlock in red, as Graphviz DOT or Mermaid.
+    Graph {
+        /// Files and folders to read.
+        #[arg(default_value = ".")]
+        paths: Vec<PathBuf>,
+        /// Output format: `dot` (render with `dot -Tsvg`) or `mermaid` (renders in GitHub
+        /// Markdown).
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        format: GraphFormat,
         /// Configuration file (default: the nearest txlint.toml in this folder or above).
         #[arg(long)]
         config: Option<PathBuf>,
@@ -87,6 +102,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check(args),
+        Command::Graph {
+            paths,
+            format,
+            config,
+        } => match load(&paths, config.as_deref(), false) {
+            Ok(run) => {
+                print!("{}", report::graph::render(&run, format));
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
         Command::Model { paths, config } => match load(&paths, config.as_deref(), false) {
             Ok(run) => {
                 print!("{}", report::model::render(&run));

@@ -319,3 +319,36 @@ fn rust_files_are_linted_with_sql_files() {
     assert_eq!(json["diagnostics"][0]["start"]["line"], 2);
     assert_eq!(json["diagnostics"][0]["start"]["column"], 25);
 }
+
+#[test]
+fn graph_draws_cycles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = txlint(
+        root,
+        &[
+            "graph",
+            "--format",
+            "dot",
+            "fixtures/lock-order-inversion/functions.sql",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("digraph locks {"), "{out}");
+    assert!(out.contains("[label=\"orders\", color=red"), "{out}");
+    assert!(
+        out.contains("[label=\"accounts\"];"),
+        "a node outside every cycle is not red: {out}"
+    );
+    let o = txlint(
+        root,
+        &["graph", "fixtures/lock-order-inversion/functions.sql"],
+    );
+    let out = stdout(&o);
+    assert!(out.starts_with("flowchart LR"), "{out}");
+    assert!(
+        out.contains("|\"place_order (fixtures/lock-order-inversion/functions.sql:5)\"|"),
+        "{out}"
+    );
+    assert!(out.contains("linkStyle 0 stroke:red"), "{out}");
+}

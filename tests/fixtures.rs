@@ -1,40 +1,57 @@
-//! `fixtures/<rule>/*.sql` carry their expectations inline: `-- expect: <rule>[, <rule>]` on the
-//! line where each diagnostic starts. Files named `valid_*` must give nothing. The exact set of
-//! (line, rule) pairs is compared (`// expect:` and `.rs` fixtures alike), and the rendered text output is compared with `<file>.snap`
-//! (`TXLINT_BLESS=1 cargo test --test fixtures` rewrites the snapshots after a deliberate change;
-//! review them before committing). `-- fixture-config: <toml line>` lines form the config.
+//! `fixtures/<rule>/*.sql|*.rs` carry their expectations inline: `-- expect: <rule>[, <rule>]`
+//! (or `// expect:`) on the line where each diagnostic starts. Files named `valid_*` must give
+//! nothing. The exact set of (file, line, rule) is compared, and the rendered text output is
+//! compared with `<file>.snap` (`TXLINT_BLESS=1 cargo test --test fixtures` rewrites the
+//! snapshots after a deliberate change; review them before committing).
+//! `-- fixture-config: <toml line>` lines form the config. A folder inside a rule's fixtures is
+//! one run over all its files (findings across files), with its snapshot in `<folder>.snap`.
 
 use std::path::{Path, PathBuf};
 
 use txlint::config::Config;
 use txlint::report::TextStyle;
-use txlint::source::SourceFile;
 
-fn fixture_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
+fn is_source(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "sql" || e == "rs")
+}
+
+/// Each case: the files linted together, and where its snapshot lives.
+fn cases() -> Vec<(Vec<PathBuf>, PathBuf)> {
+    let mut cases = Vec::new();
     for dir in std::fs::read_dir("fixtures").expect("fixtures/") {
         let dir = dir.expect("entry").path();
         for f in std::fs::read_dir(&dir).expect("fixture folder") {
             let f = f.expect("entry").path();
-            if f.extension().is_some_and(|e| e == "sql" || e == "rs") {
-                files.push(f);
+            if f.is_dir() {
+                let mut files: Vec<PathBuf> = std::fs::read_dir(&f)
+                    .expect("fixture run folder")
+                    .map(|e| e.expect("entry").path())
+                    .filter(|p| is_source(p))
+                    .collect();
+                files.sort();
+                cases.push((files, PathBuf::from(format!("{}.snap", f.display()))));
+            } else if is_source(&f) {
+                let snap = PathBuf::from(format!("{}.snap", f.display()));
+                cases.push((vec![f], snap));
             }
         }
     }
-    files.sort();
-    files
+    cases.sort();
+    cases
 }
 
-/// (line, rule) pairs written in the file.
-fn expectations(text: &str) -> Vec<(usize, String)> {
+/// (file, line, rule) written in the files.
+fn expectations(files: &[(String, String)]) -> Vec<(String, usize, String)> {
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if let Some(at) = line
-            .find("-- expect: ")
-            .or_else(|| line.find("// expect: "))
-        {
-            for rule in line[at + 11..].split(',') {
-                out.push((n + 1, rule.trim().to_string()));
+    for (name, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            if let Some(at) = line
+                .find("-- expect: ")
+                .or_else(|| line.find("// expect: "))
+            {
+                for rule in line[at + 11..].split(',') {
+                    out.push((name.clone(), n + 1, rule.trim().to_string()));
+                }
             }
         }
     }
@@ -42,9 +59,10 @@ fn expectations(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-fn config(text: &str) -> Config {
-    let toml: String = text
-        .lines()
+fn config(files: &[(String, String)]) -> Config {
+    let toml: String = files
+        .iter()
+        .flat_map(|(_, t)| t.lines())
         .filter_map(|l| {
             l.strip_prefix("-- fixture-config: ")
                 .or_else(|| l.strip_prefix("// fixture-config: "))
@@ -54,48 +72,62 @@ fn config(text: &str) -> Config {
     Config::parse(&toml).expect("fixture config")
 }
 
-fn check(path: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    let display = path.to_string_lossy().replace('\\', "/");
-    let run = txlint::check_paths(
-        &[path.to_path_buf()],
-        &std::env::current_dir().unwrap(),
-        &config(&text),
-    );
-    let file: &SourceFile = &run.program.files[0];
-    assert_eq!(file.display, display);
-    let mut got: Vec<(usize, String)> = run
+fn check(paths: &[PathBuf], snap: &Path) -> Result<(), String> {
+    let texts: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| {
+            let bytes = std::fs::read(p).map_err(|e| e.to_string())?;
+            Ok((
+                p.to_string_lossy().replace('\\', "/"),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ))
+        })
+        .collect::<Result<_, String>>()?;
+    let name = snap.display().to_string();
+    let run = txlint::check_paths(paths, &std::env::current_dir().unwrap(), &config(&texts));
+    let mut got: Vec<(String, usize, String)> = run
         .diagnostics
         .iter()
-        .map(|d| (file.line_col(d.span.start).line, d.rule.to_string()))
+        .map(|d| {
+            let f = &run.program.files[d.span.file];
+            (
+                f.display.clone(),
+                f.line_col(d.span.start).line,
+                d.rule.to_string(),
+            )
+        })
         .collect();
     got.sort();
-    let want = expectations(&text);
-    let name = path.file_name().unwrap().to_string_lossy();
-    if name.starts_with("valid_") && !want.is_empty() {
-        return Err(format!(
-            "{display}: a valid_ fixture cannot expect findings"
-        ));
+    let want = expectations(&texts);
+    let valid = paths.iter().all(|p| {
+        p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("valid_")
+    });
+    if valid && !want.is_empty() {
+        return Err(format!("{name}: a valid_ fixture cannot expect findings"));
     }
-    if !name.starts_with("valid_") && want.is_empty() {
-        return Err(format!("{display}: expects nothing; name it valid_*"));
+    if !valid && want.is_empty() {
+        return Err(format!("{name}: expects nothing; name it valid_*"));
     }
     if got != want {
         let messages: Vec<_> = run
             .diagnostics
             .iter()
             .map(|d| {
+                let f = &run.program.files[d.span.file];
                 format!(
-                    "  {}: {}: {}",
-                    file.line_col(d.span.start).line,
+                    "  {}:{}: {}: {}",
+                    f.display,
+                    f.line_col(d.span.start).line,
                     d.rule,
                     d.message
                 )
             })
             .collect();
         return Err(format!(
-            "{display}:\n expected {want:?}\n      got {got:?}\n{}",
+            "{name}:\n expected {want:?}\n      got {got:?}\n{}",
             messages.join("\n")
         ));
     }
@@ -103,7 +135,7 @@ fn check(path: &Path) -> Result<(), String> {
         let first = d.message.chars().next().unwrap_or('x');
         if first.is_uppercase() || d.message.ends_with('.') {
             return Err(format!(
-                "{display}: message must start lower-case and not end with a period: {}",
+                "{name}: message must start lower-case and not end with a period: {}",
                 d.message
             ));
         }
@@ -115,21 +147,14 @@ fn check(path: &Path) -> Result<(), String> {
             width: 100,
         },
     );
-    let snap = PathBuf::from(format!("{}.snap", path.display()));
     if std::env::var_os("TXLINT_BLESS").is_some() {
-        std::fs::write(&snap, &rendered).map_err(|e| e.to_string())?;
+        std::fs::write(snap, &rendered).map_err(|e| e.to_string())?;
     } else {
-        let want = std::fs::read_to_string(&snap).map_err(|_| {
-            format!(
-                "{}: missing snapshot; run with TXLINT_BLESS=1 and review it",
-                snap.display()
-            )
+        let want = std::fs::read_to_string(snap).map_err(|_| {
+            format!("{name}: missing snapshot; run with TXLINT_BLESS=1 and review it")
         })?;
         if want != rendered {
-            return Err(format!(
-                "{}: rendered output differs:\n{rendered}",
-                snap.display()
-            ));
+            return Err(format!("{name}: rendered output differs:\n{rendered}"));
         }
     }
     Ok(())
@@ -137,9 +162,12 @@ fn check(path: &Path) -> Result<(), String> {
 
 #[test]
 fn fixtures() {
-    let files = fixture_files();
-    assert!(files.len() >= 8, "only {} fixtures", files.len());
-    let errors: Vec<String> = files.iter().filter_map(|f| check(f).err()).collect();
+    let cases = cases();
+    assert!(cases.len() >= 8, "only {} fixtures", cases.len());
+    let errors: Vec<String> = cases
+        .iter()
+        .filter_map(|(files, snap)| check(files, snap).err())
+        .collect();
     assert!(errors.is_empty(), "{}", errors.join("\n\n"));
 }
 

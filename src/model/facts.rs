@@ -27,6 +27,13 @@ pub struct Facts {
     pub sets: Vec<SetItem>,
     /// `col = value` conjuncts of the `WHERE` clause (from the AST).
     pub filters: Vec<Pred>,
+    /// `ORDER BY` at the statement's top level (a deterministic lock order for a row set).
+    pub ordered: bool,
+    /// Selects its rows from a set of keys: `= ANY(..)`, `IN (..)`, `unnest(..)`.
+    pub key_set: bool,
+    /// `INSERT ... ON CONFLICT ... DO UPDATE` (MySQL `ON DUPLICATE KEY UPDATE`): locks the
+    /// conflicting rows.
+    pub upsert: bool,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
     pub assigns: Vec<String>,
     /// Variables of the unit that this statement reads.

@@ -4,6 +4,7 @@
 //! Nothing here refers to sqlparser or syn.
 
 mod facts;
+pub mod lockgraph;
 
 pub use facts::*;
 

@@ -275,6 +275,7 @@ impl Reader<'_> {
         }
         self.calls(&c, &mut f);
         self.tables(&c, &mut f);
+        self.shape(&c, &mut f);
         match f.kind {
             StmtKind::Transaction => f.tx = self.tx_control(&c),
             StmtKind::Set => f.set = set_fact(&c),
@@ -496,6 +497,34 @@ impl Reader<'_> {
                 f.calls_functions = true;
             }
             i += 1;
+        }
+    }
+
+    /// Lock-order shape: top-level `ORDER BY`, a key set, an upsert.
+    fn shape(&self, c: &Cursor, f: &mut Facts) {
+        let mut depth = 0i32;
+        for i in 0..c.t.len() {
+            if c.punct(i, "(") {
+                depth += 1;
+            } else if c.punct(i, ")") {
+                depth -= 1;
+            }
+            if depth == 0 && c.is(i, "order") && c.is(i + 1, "by") {
+                f.ordered = true;
+            }
+            // A list of keys, not a subquery (whose rows follow the plan of the subquery).
+            if (c.is(i, "any") || c.is(i, "in") || c.is(i, "unnest"))
+                && c.punct(i + 1, "(")
+                && !(c.is(i + 2, "select") || c.is(i + 2, "with") || c.is(i + 2, "values"))
+            {
+                f.key_set = true;
+            }
+            if (c.is(i, "conflict")
+                && (i + 2..c.t.len()).any(|j| c.is(j, "do") && c.is(j + 1, "update")))
+                || (c.is(i, "duplicate") && c.is(i + 1, "key") && c.is(i + 2, "update"))
+            {
+                f.upsert = f.kind == StmtKind::Insert;
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! Reporters: one function per output format, all fed the same [`crate::Run`].
 
+pub mod graph;
 pub mod json;
 pub mod model;
 pub mod sarif;

@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::Program;
 
+pub mod lock_order_inversion;
 pub mod lost_update;
 pub mod read_error;
 pub mod session_lock_on_pool;
@@ -61,6 +62,7 @@ impl Rule {
 }
 
 pub const ALL: &[Rule] = &[
+    lock_order_inversion::RULE,
     lost_update::RULE,
     read_error::RULE,
     session_lock_on_pool::RULE,

@@ -1,0 +1,308 @@
+//! The lock-order graph over every transaction of the run: an edge A -> B means some
+//! transaction holds A when it requests B. A cycle between transactions that can run at the
+//! same time is a possible deadlock.
+//!
+//! Nodes are tables (rows written, locked with `FOR ...` or `LOCK TABLE`: a table's rows and the
+//! table itself are one node, since which rows two transactions touch is rarely known) and
+//! advisory keys (equal constants or equal key expressions). Built once per run, in time linear
+//! in acquisitions plus edges.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::source::Span;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    Table(String),
+    Advisory(String),
+}
+
+impl Resource {
+    pub fn label(&self) -> String {
+        match self {
+            Resource::Table(t) => format!("`{t}`"),
+            Resource::Advisory(k) => format!("advisory key `{k}`"),
+        }
+    }
+}
+
+/// One lock a step takes.
+#[derive(Clone, Debug)]
+pub struct Acquisition<'p> {
+    pub resource: usize,
+    pub span: Span,
+    pub step: &'p Step,
+}
+
+/// A transaction of the run with its acquisitions in order.
+#[derive(Debug)]
+pub struct TxLocks<'p> {
+    pub unit: &'p Unit,
+    pub tx: &'p Transaction,
+    pub acquisitions: Vec<Acquisition<'p>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    /// Index into [`LockGraph::txs`].
+    pub tx: usize,
+    /// Where `from` was acquired, and where `to` is requested while holding it.
+    pub held: Span,
+    pub requested: Span,
+    /// Resources the transaction already held before taking `from`: two transactions that both
+    /// hold one of them first cannot interleave here.
+    pub gates: Vec<usize>,
+}
+
+#[derive(Debug, Default)]
+pub struct LockGraph<'p> {
+    pub resources: Vec<Resource>,
+    pub txs: Vec<TxLocks<'p>>,
+    pub edges: Vec<Edge>,
+    /// Each cycle as edge indices, in order around the cycle.
+    pub cycles: Vec<Vec<usize>>,
+}
+
+/// The `$n` of an advisory key replaced by the host expression bound to it.
+fn key_text(key: &str, step: &Step) -> String {
+    let mut k = key.to_string();
+    let mut inputs: Vec<&Input> = step.inputs.iter().collect();
+    inputs.sort_by_key(|i| std::cmp::Reverse(i.param));
+    for i in inputs {
+        k = k.replace(&format!("${}", i.param), &i.text);
+    }
+    k
+}
+
+/// The locks a statement takes, in statement order.
+pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
+    let f = &step.facts;
+    let mut out = Vec::new();
+    for a in &f.advisory {
+        if matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock) {
+            out.push((Resource::Advisory(key_text(&a.key, step)), a.span));
+        }
+    }
+    for l in f
+        .row_locks
+        .iter()
+        .filter(|l| l.wait != LockWait::SkipLocked)
+    {
+        if l.of.is_empty() {
+            out.extend(
+                f.reads
+                    .iter()
+                    .map(|t| (Resource::Table(t.name.clone()), l.span)),
+            );
+        } else {
+            out.extend(l.of.iter().filter_map(|alias| {
+                f.reads
+                    .iter()
+                    .find(|t| &t.name == alias)
+                    .map(|t| (Resource::Table(t.name.clone()), l.span))
+            }));
+        }
+    }
+    let writes = matches!(
+        f.kind,
+        StmtKind::Update | StmtKind::Delete | StmtKind::Merge
+    ) || f.upsert;
+    if writes {
+        out.extend(
+            f.writes
+                .iter()
+                .map(|t| (Resource::Table(t.name.clone()), t.span)),
+        );
+    }
+    if let Some(l) = &f.table_lock {
+        out.extend(
+            l.tables
+                .iter()
+                .map(|t| (Resource::Table(t.name.clone()), t.span)),
+        );
+    }
+    out
+}
+
+pub fn build(program: &Program) -> LockGraph<'_> {
+    let mut g = LockGraph::default();
+    let mut ids: HashMap<Resource, usize> = HashMap::new();
+    let mut seen: HashMap<(usize, usize, usize), ()> = HashMap::new();
+    for unit in &program.units {
+        for tx in &unit.transactions {
+            if tx.scope == Scope::Unknown {
+                continue;
+            }
+            let t = g.txs.len();
+            let mut locks = TxLocks {
+                unit,
+                tx,
+                acquisitions: Vec::new(),
+            };
+            // Resources held, with where each was first taken.
+            let mut held: Vec<(usize, Span)> = Vec::new();
+            for step in &tx.steps {
+                for (resource, span) in acquisitions(step) {
+                    let next = ids.len();
+                    let r = *ids.entry(resource.clone()).or_insert(next);
+                    if r == g.resources.len() {
+                        g.resources.push(resource);
+                    }
+                    locks.acquisitions.push(Acquisition {
+                        resource: r,
+                        span,
+                        step,
+                    });
+                    if held.iter().any(|(h, _)| *h == r) {
+                        continue;
+                    }
+                    for (i, &(h, at)) in held.iter().enumerate() {
+                        if seen.insert((h, r, t), ()).is_none() {
+                            g.edges.push(Edge {
+                                from: h,
+                                to: r,
+                                tx: t,
+                                held: at,
+                                requested: span,
+                                gates: held[..i].iter().map(|(x, _)| *x).collect(),
+                            });
+                        }
+                    }
+                    held.push((r, span));
+                }
+            }
+            g.txs.push(locks);
+        }
+    }
+    g.cycles = cycles(&g);
+    g
+}
+
+/// Cycles between different transactions that do not share a gate: every pair of opposite
+/// edges, then one cycle for each larger strongly connected group without such a pair.
+fn cycles(g: &LockGraph) -> Vec<Vec<usize>> {
+    let mut by_pair: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for (i, e) in g.edges.iter().enumerate() {
+        by_pair.entry((e.from, e.to)).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    let mut in_pair = vec![false; g.resources.len()];
+    let mut pairs: Vec<&(usize, usize)> = by_pair.keys().filter(|(a, b)| a < b).collect();
+    pairs.sort();
+    for &(a, b) in pairs {
+        let Some(back) = by_pair.get(&(b, a)) else {
+            continue;
+        };
+        let found = by_pair[&(a, b)].iter().find_map(|&x| {
+            back.iter()
+                .find(|&&y| {
+                    let (ex, ey) = (&g.edges[x], &g.edges[y]);
+                    ex.tx != ey.tx && !ex.gates.iter().any(|gate| ey.gates.contains(gate))
+                })
+                .map(|&y| vec![x, y])
+        });
+        if let Some(c) = found {
+            in_pair[a] = true;
+            in_pair[b] = true;
+            out.push(c);
+        }
+    }
+    for component in strongly_connected(g) {
+        if component.len() < 3 || component.iter().any(|&n| in_pair[n]) {
+            continue;
+        }
+        if let Some(c) = cycle_in(g, &component) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Tarjan's algorithm, iteratively: components with more than one node.
+fn strongly_connected(g: &LockGraph) -> Vec<Vec<usize>> {
+    let n = g.resources.len();
+    let mut adj = vec![Vec::new(); n];
+    for e in &g.edges {
+        adj[e.from].push(e.to);
+    }
+    let (mut index, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut out, mut next) = (Vec::new(), Vec::new(), 0);
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut child)) = work.last_mut() {
+            if *child == 0 {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on[v] = true;
+            }
+            if let Some(&w) = adj[v].get(*child) {
+                *child += 1;
+                if index[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on[w] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    out.push(comp);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A simple cycle through the component's first node, as edge indices.
+fn cycle_in(g: &LockGraph, component: &[usize]) -> Option<Vec<usize>> {
+    let start = component[0];
+    let mut prev: HashMap<usize, usize> = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(v) = queue.pop_front() {
+        for (i, e) in g
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.from == v && component.contains(&e.to))
+        {
+            if e.to == start {
+                let mut path = vec![i];
+                let mut at = v;
+                while at != start {
+                    let j = prev[&at];
+                    path.push(j);
+                    at = g.edges[j].from;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            if let std::collections::hash_map::Entry::Vacant(slot) = prev.entry(e.to) {
+                slot.insert(i);
+                queue.push_back(e.to);
+            }
+        }
+    }
+    None
+}
