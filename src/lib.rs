@@ -80,7 +80,7 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     let start = Instant::now();
     let mut program = Program {
         files,
-        units: Vec::new(),
+        ..Program::default()
     };
     let mut stats = Stats::default();
     let mut diagnostics = Vec::new();
@@ -116,6 +116,7 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     program
         .units
         .retain(|u| !(u.kind == model::UnitKind::Script && embedded.contains(&u.span.file)));
+    program.schema = model::schema::Schema::build(&program.units);
     let cx = rules::Context {
         program: &program,
         config,

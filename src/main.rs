@@ -62,6 +62,16 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Print the schema txlint learned from the SQL (tables, keys, foreign keys), to see why a
+    /// finding was or was not made.
+    Schema {
+        /// Files and folders to read (migrations included).
+        #[arg(default_value = ".")]
+        paths: Vec<PathBuf>,
+        /// Configuration file (default: the nearest txlint.toml in this folder or above).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Print a rule's documentation.
     Explain {
         /// Rule name, as `txlint rules` lists it.
@@ -109,6 +119,13 @@ fn main() -> ExitCode {
         } => match load(&paths, config.as_deref(), false) {
             Ok(run) => {
                 print!("{}", report::graph::render(&run, format));
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Command::Schema { paths, config } => match load(&paths, config.as_deref(), false) {
+            Ok(run) => {
+                print!("{}", report::schema::render(&run));
                 ExitCode::SUCCESS
             }
             Err(code) => code,

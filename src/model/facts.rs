@@ -34,6 +34,19 @@ pub struct Facts {
     /// `INSERT ... ON CONFLICT ... DO UPDATE` (MySQL `ON DUPLICATE KEY UPDATE`): locks the
     /// conflicting rows.
     pub upsert: bool,
+    /// Decision functions in a query's select list: `count`, `max`, `min`, `sum`, `avg`,
+    /// `exists` (also `SELECT 1 FROM ...`).
+    pub aggregates: Vec<String>,
+    /// `INSERT`: the columns and the values of its first `VALUES` row.
+    pub inserts: Vec<(String, Operand)>,
+    /// `INSERT ... ON CONFLICT`, `ON DUPLICATE KEY UPDATE`, `INSERT IGNORE`: a duplicate key is
+    /// handled by the statement.
+    pub on_conflict: bool,
+    /// `INSERT ... SELECT ... WHERE NOT EXISTS (...)`: checks and writes in one statement.
+    pub not_exists: bool,
+    /// A table's keys declared by this statement (`CREATE TABLE`, `CREATE UNIQUE INDEX`,
+    /// `ALTER TABLE ... ADD CONSTRAINT`).
+    pub ddl: Option<TableDdl>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
     pub assigns: Vec<String>,
     /// Variables of the unit that this statement reads.
@@ -66,6 +79,26 @@ pub struct SetItem {
 pub struct Pred {
     pub column: String,
     pub value: Operand,
+}
+
+/// Keys a DDL statement declares for a table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableDdl {
+    pub table: String,
+    /// `CREATE TABLE` (as opposed to adding to a table declared elsewhere).
+    pub creates: bool,
+    pub columns: Vec<String>,
+    pub primary_key: Option<Vec<String>>,
+    /// Unique column sets (`UNIQUE`, unique indexes), the primary key not repeated.
+    pub unique: Vec<Vec<String>>,
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub columns: Vec<String>,
+    pub table: String,
+    pub referred: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

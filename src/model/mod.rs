@@ -4,7 +4,9 @@
 //! Nothing here refers to sqlparser or syn.
 
 mod facts;
+pub mod flow;
 pub mod lockgraph;
+pub mod schema;
 
 pub use facts::*;
 
@@ -15,6 +17,8 @@ use crate::source::{SourceFile, Span};
 pub struct Program {
     pub files: Vec<SourceFile>,
     pub units: Vec<Unit>,
+    /// Tables and keys the run's SQL declares.
+    pub schema: schema::Schema,
 }
 
 /// A piece of code whose statements run in order: a script, a routine body, a `DO` block.

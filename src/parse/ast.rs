@@ -1,5 +1,6 @@
 //! Facts that need the statement's structure, read from sqlparser's AST: the columns a query
-//! reads, the `SET` items of an `UPDATE` and the `col = value` conjuncts of a `WHERE`.
+//! reads and its aggregates, the `SET` items of an `UPDATE`, the values of an `INSERT`, the
+//! `col = value` conjuncts of a `WHERE`, and the keys DDL declares.
 //!
 //! Everything positional comes from identifier spans (reliable in sqlparser 0.64, unlike
 //! statement spans); a missing span falls back to the statement.
@@ -7,11 +8,11 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AssignmentTarget, BinaryOperator, Expr, Ident, SelectItem, SetExpr, Statement, Value,
-    visit_expressions,
+    AlterTableOperation, AssignmentTarget, BinaryOperator, ColumnOption, Expr, Ident, ObjectName,
+    SelectItem, SetExpr, Statement, TableConstraint, Value, visit_expressions,
 };
 
-use crate::model::{Operand, Pred, SetItem};
+use crate::model::{ForeignKey, Operand, Pred, SetItem, TableDdl};
 
 /// Where an identifier of the statement text is: a byte offset into the text sqlparser saw.
 pub trait Locate {
@@ -29,15 +30,122 @@ pub struct Structure {
     pub sets: Vec<(SetItem, Option<std::ops::Range<usize>>)>,
     /// `col = value` conjuncts of the `WHERE` (of the top-level query or `UPDATE`).
     pub filters: Vec<Pred>,
+    pub aggregates: Vec<String>,
+    pub inserts: Vec<(String, Operand)>,
+    pub ddl: Option<TableDdl>,
+}
+
+const AGGREGATES: &[&str] = &["count", "max", "min", "sum", "avg", "bool_and", "bool_or", "every"];
+
+fn table_name(n: &ObjectName) -> String {
+    n.0.last().and_then(|p| p.as_ident()).map(name).unwrap_or_default()
+}
+
+fn ident_list(ids: &[Ident]) -> Vec<String> {
+    ids.iter().map(name).collect()
+}
+
+/// Keys of a table constraint into `ddl`.
+fn constraint(c: &TableConstraint, ddl: &mut TableDdl) {
+    match c {
+        TableConstraint::PrimaryKey(pk) => {
+            ddl.primary_key = Some(pk.columns.iter().filter_map(|c| column_name(&c.column.expr)).collect());
+        }
+        TableConstraint::Unique(u) => {
+            ddl.unique.push(u.columns.iter().filter_map(|c| column_name(&c.column.expr)).collect());
+        }
+        TableConstraint::ForeignKey(fk) => ddl.foreign_keys.push(ForeignKey {
+            columns: ident_list(&fk.columns),
+            table: table_name(&fk.foreign_table),
+            referred: ident_list(&fk.referred_columns),
+        }),
+        _ => {}
+    }
+}
+
+fn ddl(stmt: &Statement) -> Option<TableDdl> {
+    match stmt {
+        Statement::CreateTable(t) => {
+            let mut ddl = TableDdl {
+                table: table_name(&t.name),
+                creates: true,
+                ..TableDdl::default()
+            };
+            for col in &t.columns {
+                let c = name(&col.name);
+                ddl.columns.push(c.clone());
+                for o in &col.options {
+                    match &o.option {
+                        ColumnOption::PrimaryKey(_) => ddl.primary_key = Some(vec![c.clone()]),
+                        ColumnOption::Unique(_) => ddl.unique.push(vec![c.clone()]),
+                        ColumnOption::ForeignKey(fk) => ddl.foreign_keys.push(ForeignKey {
+                            columns: vec![c.clone()],
+                            table: table_name(&fk.foreign_table),
+                            referred: ident_list(&fk.referred_columns),
+                        }),
+                        _ => {}
+                    }
+                }
+            }
+            for c in &t.constraints {
+                constraint(c, &mut ddl);
+            }
+            Some(ddl)
+        }
+        Statement::CreateIndex(i) if i.unique => Some(TableDdl {
+            table: table_name(&i.table_name),
+            unique: vec![i.columns.iter().filter_map(|c| column_name(&c.column.expr)).collect()],
+            ..TableDdl::default()
+        }),
+        Statement::AlterTable(a) => {
+            let mut ddl = TableDdl {
+                table: table_name(&a.name),
+                ..TableDdl::default()
+            };
+            for op in &a.operations {
+                if let AlterTableOperation::AddConstraint { constraint: c, .. } = op {
+                    constraint(c, &mut ddl);
+                }
+            }
+            Some(ddl)
+        }
+        _ => None,
+    }
 }
 
 pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
-    let mut s = Structure::default();
+    let mut s = Structure {
+        ddl: ddl(stmt),
+        ..Structure::default()
+    };
     let mut positional = 0;
     match stmt {
         Statement::Query(q) => {
             if let SetExpr::Select(select) = q.body.as_ref() {
                 for item in &select.projection {
+                    let expr = match item {
+                        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+                        _ => None,
+                    };
+                    match expr {
+                        Some(Expr::Function(f)) => {
+                            let fname = f.name.to_string().to_ascii_lowercase();
+                            if AGGREGATES.contains(&fname.as_str()) {
+                                s.aggregates.push(fname);
+                            }
+                        }
+                        Some(Expr::Exists { subquery, .. }) => {
+                            s.aggregates.push("exists".to_string());
+                            // `SELECT EXISTS (SELECT ... WHERE k = v)`: the subquery's key.
+                            if let SetExpr::Select(inner) = subquery.body.as_ref()
+                                && let Some(w) = &inner.selection
+                            {
+                                conjuncts(w, &mut s.filters, &mut positional);
+                            }
+                        }
+                        Some(Expr::Value(_)) if select.from.len() == 1 => s.aggregates.push("exists".to_string()),
+                        _ => {}
+                    }
                     match item {
                         SelectItem::UnnamedExpr(e) => {
                             s.columns
@@ -60,6 +168,21 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                 }
                 if let Some(w) = &select.selection {
                     conjuncts(w, &mut s.filters, &mut positional);
+                }
+            }
+        }
+        Statement::Insert(ins) => {
+            let columns: Vec<String> = ins
+                .columns
+                .iter()
+                .filter_map(|c| c.0.last().and_then(|p| p.as_ident()).map(name))
+                .collect();
+            if let Some(src) = &ins.source
+                && let SetExpr::Values(v) = src.body.as_ref()
+                && let Some(row) = v.rows.first()
+            {
+                for (c, e) in columns.iter().zip(&row.content) {
+                    s.inserts.push((c.clone(), operand(e, &mut positional)));
                 }
             }
         }

@@ -755,6 +755,12 @@ impl Reader<'_> {
         };
         f.columns = s.columns;
         f.filters = s.filters;
+        f.aggregates = s.aggregates;
+        f.inserts = s.inserts;
+        f.ddl = s.ddl;
+        for (_, o) in &mut f.inserts {
+            rename(o);
+        }
         for p in &mut f.filters {
             rename(&mut p.value);
         }

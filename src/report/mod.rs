@@ -4,6 +4,7 @@ pub mod graph;
 pub mod json;
 pub mod model;
 pub mod sarif;
+pub mod schema;
 pub mod text;
 
 use crate::Run;

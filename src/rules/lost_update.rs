@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::flow::{At, flows_from, is_var, tainted_vars, value_key};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -14,22 +15,9 @@ pub const RULE: Rule = Rule {
     check: Some(check),
 };
 
-/// A step with the transaction it runs in.
-struct At<'u> {
-    tx: usize,
-    txn: &'u Transaction,
-    step: &'u Step,
-}
-
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in &cx.program.units {
-        let mut steps: Vec<At> = unit
-            .transactions
-            .iter()
-            .enumerate()
-            .flat_map(|(tx, txn)| txn.steps.iter().map(move |step| At { tx, txn, step }))
-            .collect();
-        steps.sort_by_key(|a| a.step.seq);
+        let steps = unit.ordered();
         for (i, w) in steps.iter().enumerate() {
             if let Some(d) = write(cx, &steps, i, w) {
                 out.push(d);
@@ -156,28 +144,6 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
     (!keys.is_empty()).then_some(keys)
 }
 
-/// What a value is, comparable across statements: the host expression bound to a parameter,
-/// a variable, or the SQL text.
-fn value_key(o: &Operand, step: &Step) -> String {
-    if !o.params.is_empty() {
-        return o
-            .params
-            .iter()
-            .map(|p| match step.inputs.iter().find(|i| i.param == *p) {
-                Some(i) => format!("host:{}", i.text),
-                None => format!("${p}"),
-            })
-            .collect::<Vec<_>>()
-            .join(",");
-    }
-    o.text.to_ascii_lowercase()
-}
-
-fn is_var(ident: &str, step: &Step) -> bool {
-    let first = ident.split('.').next().unwrap_or(ident);
-    step.facts.uses.iter().any(|u| u == first)
-}
-
 /// Computed from the current row (`SET n = n + $1`): not a lost update.
 fn relative(set: &SetItem, w: &Step) -> bool {
     set.value.idents.iter().any(|i| !is_var(i, w))
@@ -192,16 +158,7 @@ fn from_outside(o: &Operand, step: &Step) -> bool {
 /// `Some(false)` when only the column overlap suggests it, `None` when it does not.
 fn evidence(set: &SetItem, r: &Step, w: &Step, tainted: &BTreeSet<String>) -> Option<bool> {
     let o = &set.value;
-    let via_param = o.params.iter().any(|p| {
-        w.inputs
-            .iter()
-            .any(|i| i.param == *p && i.from.contains(&r.seq))
-    });
-    let via_var = o
-        .idents
-        .iter()
-        .any(|i| is_var(i, w) && tainted.contains(i.split('.').next().unwrap_or(i)));
-    if via_param || via_var {
+    if flows_from(o, r, w, tainted) {
         return Some(true);
     }
     // Variables and bound host values are followed; only a parameter whose value txlint never
@@ -212,20 +169,6 @@ fn evidence(set: &SetItem, r: &Step, w: &Step, tainted: &BTreeSet<String>) -> Op
         .iter()
         .any(|p| !w.inputs.iter().any(|i| i.param == *p));
     (read && unseen).then_some(false)
-}
-
-/// Variables (PL/pgSQL, psql) whose values come from the read `r`, up to the write `w`.
-fn tainted_vars(steps: &[At], r: &Step, w: &Step) -> BTreeSet<String> {
-    let mut tainted: BTreeSet<String> = r.facts.assigns.iter().cloned().collect();
-    for a in steps
-        .iter()
-        .filter(|a| a.step.seq > r.seq && a.step.seq < w.seq)
-    {
-        if a.step.facts.uses.iter().any(|u| tainted.contains(u)) {
-            tainted.extend(a.step.facts.assigns.iter().cloned());
-        }
-    }
-    tainted
 }
 
 /// The `UPDATE` checks a value it read (or a version) besides the row key: compare-and-swap.

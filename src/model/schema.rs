@@ -1,0 +1,80 @@
+//! The schema the repository itself declares: tables, keys and foreign keys from every
+//! `CREATE TABLE`, `CREATE UNIQUE INDEX` and `ALTER TABLE ... ADD CONSTRAINT` of the run's SQL
+//! (migrations included), applied in file-name order. Rules use it to tell a race that a
+//! constraint settles from one it does not.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::source::Span;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableInfo {
+    pub columns: Vec<String>,
+    pub primary_key: Option<Vec<String>>,
+    pub unique: Vec<Vec<String>>,
+    pub foreign_keys: Vec<ForeignKey>,
+    /// Where the table is created (the first statement that declared anything of it).
+    pub declared: Option<Span>,
+}
+
+#[derive(Debug, Default)]
+pub struct Schema {
+    pub tables: BTreeMap<String, TableInfo>,
+}
+
+impl Schema {
+    pub fn build(units: &[Unit]) -> Schema {
+        let mut schema = Schema::default();
+        for unit in units.iter().filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile)) {
+            for step in unit.transactions.iter().flat_map(|t| &t.steps) {
+                let Some(ddl) = &step.facts.ddl else {
+                    continue;
+                };
+                let t = schema.tables.entry(ddl.table.clone()).or_default();
+                if ddl.creates {
+                    *t = TableInfo {
+                        columns: ddl.columns.clone(),
+                        ..TableInfo::default()
+                    };
+                    t.declared = Some(step.span);
+                }
+                t.declared.get_or_insert(step.span);
+                if ddl.primary_key.is_some() {
+                    t.primary_key.clone_from(&ddl.primary_key);
+                }
+                for u in &ddl.unique {
+                    if !t.unique.contains(u) {
+                        t.unique.push(u.clone());
+                    }
+                }
+                for fk in &ddl.foreign_keys {
+                    if !t.foreign_keys.contains(fk) {
+                        t.foreign_keys.push(fk.clone());
+                    }
+                }
+            }
+        }
+        schema
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// A unique constraint (or the primary key) whose columns are all among `columns`: rows
+    /// with equal values there cannot both exist.
+    pub fn unique_within(&self, table: &str, columns: &[String]) -> Option<Vec<String>> {
+        let t = self.tables.get(table)?;
+        t.primary_key
+            .iter()
+            .chain(&t.unique)
+            .find(|key| !key.is_empty() && key.iter().all(|k| columns.contains(k)))
+            .cloned()
+    }
+
+    /// The foreign key from `child` to `parent`, if declared.
+    pub fn foreign_key(&self, child: &str, parent: &str) -> Option<&ForeignKey> {
+        self.tables.get(child)?.foreign_keys.iter().find(|f| f.table == parent)
+    }
+}

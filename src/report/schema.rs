@@ -1,0 +1,35 @@
+//! `txlint schema`: the tables, keys and foreign keys txlint learned from the run's SQL.
+
+use std::fmt::Write;
+
+use crate::Run;
+
+pub fn render(run: &Run) -> String {
+    let schema = &run.program.schema;
+    let mut out = String::new();
+    if schema.is_empty() {
+        out += "no tables declared (CREATE TABLE, CREATE UNIQUE INDEX, ALTER TABLE ... ADD CONSTRAINT) in these files\n";
+        return out;
+    }
+    let list = |cols: &[String]| format!("({})", cols.join(", "));
+    for (name, t) in &schema.tables {
+        let at = t.declared.map_or(String::new(), |s| {
+            let f = &run.program.files[s.file];
+            format!("  ({}:{})", f.display, f.line_col(s.start).line)
+        });
+        let _ = writeln!(out, "{name}{at}");
+        if !t.columns.is_empty() {
+            let _ = writeln!(out, "  columns: {}", t.columns.join(", "));
+        }
+        if let Some(pk) = &t.primary_key {
+            let _ = writeln!(out, "  primary key: {}", list(pk));
+        }
+        for u in &t.unique {
+            let _ = writeln!(out, "  unique: {}", list(u));
+        }
+        for fk in &t.foreign_keys {
+            let _ = writeln!(out, "  foreign key: {} -> {} {}", list(&fk.columns), fk.table, list(&fk.referred));
+        }
+    }
+    out
+}
