@@ -53,7 +53,10 @@ pub fn is_var(ident: &str, step: &Step) -> bool {
 /// Variables whose values come from `r`'s result, as of step `w`.
 pub fn tainted_vars(steps: &[At], r: &Step, w: &Step) -> BTreeSet<String> {
     let mut tainted: BTreeSet<String> = r.facts.assigns.iter().cloned().collect();
-    for a in steps.iter().filter(|a| a.step.seq > r.seq && a.step.seq < w.seq) {
+    for a in steps
+        .iter()
+        .filter(|a| a.step.seq > r.seq && a.step.seq < w.seq)
+    {
         if a.step.facts.uses.iter().any(|u| tainted.contains(u)) {
             tainted.extend(a.step.facts.assigns.iter().cloned());
         }
@@ -64,12 +67,14 @@ pub fn tainted_vars(steps: &[At], r: &Step, w: &Step) -> BTreeSet<String> {
 /// Does `o` (in step `w`) carry data from `r`: a bound host value computed from its result, or
 /// a variable it filled?
 pub fn flows_from(o: &Operand, r: &Step, w: &Step, tainted: &BTreeSet<String>) -> bool {
-    o.params
-        .iter()
-        .any(|p| w.inputs.iter().any(|i| i.param == *p && i.from.contains(&r.seq)))
-        || o.idents
+    o.params.iter().any(|p| {
+        w.inputs
             .iter()
-            .any(|i| is_var(i, w) && tainted.contains(i.split('.').next().unwrap_or(i)))
+            .any(|i| i.param == *p && i.from.contains(&r.seq))
+    }) || o
+        .idents
+        .iter()
+        .any(|i| is_var(i, w) && tainted.contains(i.split('.').next().unwrap_or(i)))
 }
 
 /// A transaction-scoped advisory lock taken in `tx` before `seq`.
@@ -78,5 +83,8 @@ pub fn advisory_before(tx: &Transaction, seq: usize) -> Option<&AdvisoryCall> {
         .iter()
         .filter(|s| s.seq < seq)
         .flat_map(|s| &s.facts.advisory)
-        .find(|a| a.scope == LockScope::Transaction && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock))
+        .find(|a| {
+            a.scope == LockScope::Transaction
+                && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
+        })
 }

@@ -26,7 +26,10 @@ pub struct Schema {
 impl Schema {
     pub fn build(units: &[Unit]) -> Schema {
         let mut schema = Schema::default();
-        for unit in units.iter().filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile)) {
+        for unit in units
+            .iter()
+            .filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile))
+        {
             for step in unit.transactions.iter().flat_map(|t| &t.steps) {
                 let Some(ddl) = &step.facts.ddl else {
                     continue;
@@ -75,6 +78,10 @@ impl Schema {
 
     /// The foreign key from `child` to `parent`, if declared.
     pub fn foreign_key(&self, child: &str, parent: &str) -> Option<&ForeignKey> {
-        self.tables.get(child)?.foreign_keys.iter().find(|f| f.table == parent)
+        self.tables
+            .get(child)?
+            .foreign_keys
+            .iter()
+            .find(|f| f.table == parent)
     }
 }

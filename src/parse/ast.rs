@@ -35,10 +35,15 @@ pub struct Structure {
     pub ddl: Option<TableDdl>,
 }
 
-const AGGREGATES: &[&str] = &["count", "max", "min", "sum", "avg", "bool_and", "bool_or", "every"];
+const AGGREGATES: &[&str] = &[
+    "count", "max", "min", "sum", "avg", "bool_and", "bool_or", "every",
+];
 
 fn table_name(n: &ObjectName) -> String {
-    n.0.last().and_then(|p| p.as_ident()).map(name).unwrap_or_default()
+    n.0.last()
+        .and_then(|p| p.as_ident())
+        .map(name)
+        .unwrap_or_default()
 }
 
 fn ident_list(ids: &[Ident]) -> Vec<String> {
@@ -49,10 +54,20 @@ fn ident_list(ids: &[Ident]) -> Vec<String> {
 fn constraint(c: &TableConstraint, ddl: &mut TableDdl) {
     match c {
         TableConstraint::PrimaryKey(pk) => {
-            ddl.primary_key = Some(pk.columns.iter().filter_map(|c| column_name(&c.column.expr)).collect());
+            ddl.primary_key = Some(
+                pk.columns
+                    .iter()
+                    .filter_map(|c| column_name(&c.column.expr))
+                    .collect(),
+            );
         }
         TableConstraint::Unique(u) => {
-            ddl.unique.push(u.columns.iter().filter_map(|c| column_name(&c.column.expr)).collect());
+            ddl.unique.push(
+                u.columns
+                    .iter()
+                    .filter_map(|c| column_name(&c.column.expr))
+                    .collect(),
+            );
         }
         TableConstraint::ForeignKey(fk) => ddl.foreign_keys.push(ForeignKey {
             columns: ident_list(&fk.columns),
@@ -94,7 +109,12 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
         }
         Statement::CreateIndex(i) if i.unique => Some(TableDdl {
             table: table_name(&i.table_name),
-            unique: vec![i.columns.iter().filter_map(|c| column_name(&c.column.expr)).collect()],
+            unique: vec![
+                i.columns
+                    .iter()
+                    .filter_map(|c| column_name(&c.column.expr))
+                    .collect(),
+            ],
             ..TableDdl::default()
         }),
         Statement::AlterTable(a) => {
@@ -124,8 +144,15 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
             if let SetExpr::Select(select) = q.body.as_ref() {
                 for item in &select.projection {
                     let expr = match item {
-                        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+                        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                            Some(e)
+                        }
                         _ => None,
+                    };
+                    // `NOT EXISTS (...)` decides as much as `EXISTS (...)`.
+                    let expr = match expr {
+                        Some(Expr::UnaryOp { expr: inner, .. }) => Some(inner.as_ref()),
+                        e => e,
                     };
                     match expr {
                         Some(Expr::Function(f)) => {
@@ -143,7 +170,9 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                                 conjuncts(w, &mut s.filters, &mut positional);
                             }
                         }
-                        Some(Expr::Value(_)) if select.from.len() == 1 => s.aggregates.push("exists".to_string()),
+                        Some(Expr::Value(_)) if select.from.len() == 1 => {
+                            s.aggregates.push("exists".to_string())
+                        }
                         _ => {}
                     }
                     match item {

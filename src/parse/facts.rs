@@ -525,6 +525,15 @@ impl Reader<'_> {
             {
                 f.upsert = f.kind == StmtKind::Insert;
             }
+            if f.kind == StmtKind::Insert
+                && ((c.is(i, "on") && (c.is(i + 1, "conflict") || c.is(i + 1, "duplicate")))
+                    || (i == 1 && c.is(i, "ignore")))
+            {
+                f.on_conflict = true;
+            }
+            if f.kind == StmtKind::Insert && c.is(i, "not") && c.is(i + 1, "exists") {
+                f.not_exists = true;
+            }
         }
     }
 
@@ -598,8 +607,8 @@ impl Reader<'_> {
             let Some((name, next)) = c.name(at) else {
                 continue;
             };
-            // A function in FROM, or no table at all.
-            if c.punct(next, "(") || is_clause_word(&name) {
+            // A function in FROM (`INSERT INTO t (cols)` is a column list), or no table at all.
+            if (!write && c.punct(next, "(")) || is_clause_word(&name) {
                 continue;
             }
             let r = TableRef {

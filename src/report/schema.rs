@@ -28,7 +28,13 @@ pub fn render(run: &Run) -> String {
             let _ = writeln!(out, "  unique: {}", list(u));
         }
         for fk in &t.foreign_keys {
-            let _ = writeln!(out, "  foreign key: {} -> {} {}", list(&fk.columns), fk.table, list(&fk.referred));
+            let _ = writeln!(
+                out,
+                "  foreign key: {} -> {} {}",
+                list(&fk.columns),
+                fk.table,
+                list(&fk.referred)
+            );
         }
     }
     out

@@ -9,9 +9,11 @@ use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::Program;
 
+pub mod check_then_act;
 pub mod lock_order_inversion;
 pub mod lost_update;
 pub mod read_error;
+pub mod row_lock_predicate_gap;
 pub mod session_lock_on_pool;
 pub mod syntax_error;
 pub mod unused_suppression;
@@ -62,9 +64,11 @@ impl Rule {
 }
 
 pub const ALL: &[Rule] = &[
+    check_then_act::RULE,
     lock_order_inversion::RULE,
     lost_update::RULE,
     read_error::RULE,
+    row_lock_predicate_gap::RULE,
     session_lock_on_pool::RULE,
     syntax_error::RULE,
     unused_suppression::RULE,

@@ -1,0 +1,229 @@
+//! `row-lock-predicate-gap`: `SELECT ... FOR UPDATE` used as if it locked a predicate: rows
+//! that do not exist yet, the children of a locked parent, or a set counted after locking one
+//! row.
+
+use super::{Context, Rule};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::flow::{At, advisory_before, value_key};
+use crate::model::*;
+
+pub const RULE: Rule = Rule {
+    name: "row-lock-predicate-gap",
+    severity: Severity::Error,
+    doc: include_str!("../../rules/row-lock-predicate-gap.md"),
+    check: Some(check),
+};
+
+fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+    for unit in &cx.program.units {
+        let steps = unit.ordered();
+        for (i, l) in steps.iter().enumerate() {
+            let Some(lock) = l.step.facts.row_locks.first() else {
+                continue;
+            };
+            // Only a transaction holds the lock over later statements; SERIALIZABLE sees the
+            // phantom; an advisory lock taken first already serialises the transactions.
+            if matches!(l.txn.scope, Scope::Autocommit | Scope::Unknown)
+                || l.txn.isolation == Isolation::Serializable
+                || (l.txn.isolation == Isolation::ReadCommitted
+                    && advisory_before(l.txn, l.step.seq).is_some())
+                || l.step.facts.modifies
+            {
+                continue;
+            }
+            let later: Vec<&At> = steps[i + 1..].iter().filter(|a| a.tx == l.tx).collect();
+            let found = check_then_insert(cx, l, lock, &later)
+                .or_else(|| parent_children(cx, l, lock, &later))
+                .or_else(|| set_invariant(cx, l, lock, &later));
+            out.extend(found);
+        }
+    }
+}
+
+fn line(cx: &Context, s: &Step) -> usize {
+    cx.program.files[s.span.file].line_col(s.span.start).line
+}
+
+fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
+    step.facts
+        .reads
+        .iter()
+        .filter(|t| lock.of.is_empty() || lock.of.contains(&t.name))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+/// `SELECT ... WHERE key FOR UPDATE`, then `INSERT` into that table: nothing to lock when no
+/// row exists, so two transactions both insert.
+fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<Diagnostic> {
+    let tables = locked_tables(l.step, lock);
+    let w = later.iter().find(|a| {
+        let f = &a.step.facts;
+        f.kind == StmtKind::Insert
+            && !f.on_conflict
+            && f.writes.iter().any(|t| tables.contains(&t.name))
+    })?;
+    let table = &w.step.facts.writes.first()?.name;
+    let key: Vec<String> = l
+        .step
+        .facts
+        .filters
+        .iter()
+        .map(|p| p.column.clone())
+        .collect();
+    let settle = match cx.program.schema.unique_within(table, &key) {
+        Some(u) => format!(
+            "; the unique key ({}) makes the second insert fail with 23505 instead: handle it with `ON CONFLICT`",
+            u.join(", ")
+        ),
+        None if cx.program.schema.tables.contains_key(table) => {
+            format!(
+                "; no unique constraint on ({}) stops the duplicate",
+                key.join(", ")
+            )
+        }
+        None => format!(
+            "; a unique constraint on ({}) would turn the duplicate into an error (no schema for `{table}` was found)",
+            key.join(", ")
+        ),
+    };
+    Some(
+        Diagnostic::new(
+            &RULE,
+            w.step.facts.writes[0].span,
+            format!(
+                "`{}` at line {} locks only rows that exist: when none matches, two transactions both find nothing and both insert into `{table}`{settle}",
+                lock.clause,
+                line(cx, l.step)
+            ),
+        )
+        .note("inserted without a lock on the key")
+        .in_statement(w.step.span)
+        .label(lock.span, "locks the matching rows only")
+        .help("insert with `INSERT ... ON CONFLICT` on a unique key, or take `pg_advisory_xact_lock` on the key before the check (at READ COMMITTED)"),
+    )
+}
+
+/// A lock on a parent row, then writes to another table filtered by the parent's key and a
+/// state: the children's writers never take the parent lock.
+fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<Diagnostic> {
+    let parents = locked_tables(l.step, lock);
+    let keys: Vec<String> = l
+        .step
+        .facts
+        .filters
+        .iter()
+        .map(|p| value_key(&p.value, l.step))
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let writes: Vec<&&At> = later
+        .iter()
+        .filter(|a| {
+            let f = &a.step.facts;
+            matches!(f.kind, StmtKind::Update | StmtKind::Delete)
+                && f.writes.iter().any(|t| !parents.contains(&t.name))
+                && f.filters
+                    .iter()
+                    .any(|p| keys.contains(&value_key(&p.value, a.step)))
+                && f.filters
+                    .iter()
+                    .any(|p| !keys.contains(&value_key(&p.value, a.step)))
+        })
+        .collect();
+    let w = writes.first()?;
+    let child = &w.step.facts.writes[0].name;
+    let parent = parents.first()?;
+    let state: Vec<String> = w
+        .step
+        .facts
+        .filters
+        .iter()
+        .filter(|p| !keys.contains(&value_key(&p.value, w.step)))
+        .map(|p| format!("{} = {}", p.column, p.value.text))
+        .collect();
+    let fk = match cx.program.schema.foreign_key(child, parent) {
+        Some(fk) => format!(
+            " (its rows reference `{parent}` by ({}))",
+            fk.columns.join(", ")
+        ),
+        None => String::new(),
+    };
+    let mut d = Diagnostic::new(
+        &RULE,
+        w.step.facts.writes[0].span,
+        format!(
+            "the `{}` on `{parent}` at line {} does not lock its `{child}` rows{fk}: writers of `{child}` do not take it, so rows matching `{}` can change between statements",
+            lock.clause,
+            line(cx, l.step),
+            state.join(" AND ")
+        ),
+    )
+    .note("filtered by the parent's key and a state")
+    .in_statement(w.step.span)
+    .label(lock.span, "locks the parent row only");
+    if let Some(second) = writes.get(1) {
+        d = d.label(
+            second.step.span,
+            "a second state-filtered write misses rows that moved in between",
+        );
+    }
+    Some(d.help(format!(
+        "lock the `{child}` rows themselves (`SELECT ... FROM {child} WHERE ... FOR UPDATE`), or do the change in one statement (`WITH target AS MATERIALIZED (SELECT ... FOR UPDATE) UPDATE ... FROM target`)"
+    )))
+}
+
+/// Lock one row, then count or sum a set and write: the set is not locked.
+fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<Diagnostic> {
+    let locked = locked_tables(l.step, lock);
+    let lock_keys: Vec<(String, String)> = l
+        .step
+        .facts
+        .filters
+        .iter()
+        .map(|p| (p.column.clone(), value_key(&p.value, l.step)))
+        .collect();
+    let (ai, agg) = later.iter().enumerate().find(|(_, a)| {
+        let f = &a.step.facts;
+        let keys: Vec<(String, String)> = f
+            .filters
+            .iter()
+            .map(|p| (p.column.clone(), value_key(&p.value, a.step)))
+            .collect();
+        // Counting the very rows that were locked is fine.
+        let same_set = f.reads.iter().all(|t| locked.contains(&t.name)) && keys == lock_keys;
+        f.kind == StmtKind::Select
+            && f.row_locks.is_empty()
+            && f.aggregates.iter().any(|g| g != "exists")
+            && !same_set
+    })?;
+    let w = later[ai + 1..].iter().find(|a| {
+        matches!(
+            a.step.facts.kind,
+            StmtKind::Insert | StmtKind::Update | StmtKind::Delete
+        )
+    })?;
+    let set = agg
+        .step
+        .facts
+        .reads
+        .first()
+        .map_or("the set", |t| t.name.as_str());
+    Some(
+        Diagnostic::new(
+            &RULE,
+            agg.step.span,
+            format!(
+                "this `{}` over `{set}` relies on the `{}` at line {}, which locks one row, not the set: concurrent writers change `{set}` and both invariants pass",
+                agg.step.facts.aggregates.join(", "),
+                lock.clause,
+                line(cx, l.step)
+            ),
+        )
+        .note("the set is read without a lock")
+        .label(lock.span, "locks one row")
+        .label(w.step.span, "written on the strength of it")
+        .help("have every writer of the set take the same row lock first, lock the set itself (`SELECT ... FOR UPDATE` over it), or run at SERIALIZABLE and retry"),
+    )
+}
