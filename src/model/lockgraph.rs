@@ -110,10 +110,20 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
         f.kind,
         StmtKind::Update | StmtKind::Delete | StmtKind::Merge
     ) || f.upsert;
+    // `WITH c AS (SELECT ... FOR UPDATE SKIP LOCKED) UPDATE t ... FROM c`: the write touches
+    // only rows the statement already locked without waiting.
+    let claimed = |table: &str| {
+        f.row_locks.iter().any(|l| {
+            l.wait != LockWait::Block
+                && (l.of.iter().any(|o| o == table)
+                    || (l.of.is_empty() && f.reads.iter().any(|t| t.name == table)))
+        })
+    };
     if writes {
         out.extend(
             f.writes
                 .iter()
+                .filter(|t| !claimed(&t.name))
                 .map(|t| (Resource::Table(t.name.clone()), t.span)),
         );
     }

@@ -74,6 +74,7 @@ pub fn render(run: &Run) -> String {
                 if let Some(v) = &step.via {
                     notes.push(format!("via `{v}`"));
                 }
+                notes.extend(f.reads.iter().map(|t| format!("reads {}", t.name)));
                 notes.extend(f.writes.iter().map(|t| format!("writes {}", t.name)));
                 notes.extend(f.row_locks.iter().map(|l| l.clause.clone()));
                 notes.extend(
