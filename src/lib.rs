@@ -88,13 +88,10 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     let rust: Vec<usize> = (0..program.files.len())
         .filter(|&i| is_rust(&program.files[i]))
         .collect();
-    let mut extracted: Vec<extract::Extracted> = program
-        .files
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| !is_rust(f))
-        .map(|(id, file)| extract::sql::extract(id, &file.text, config))
+    let sql: Vec<usize> = (0..program.files.len())
+        .filter(|&i| !is_rust(&program.files[i]))
         .collect();
+    let mut extracted = extract_sql_parallel(&program.files, &sql, config);
     if !rust.is_empty() {
         extracted.push(extract::rust::extract(&mut program.files, &rust, config));
     }
@@ -153,6 +150,46 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         unreadable: 0,
         elapsed: start.elapsed(),
     }
+}
+
+/// `.sql` files are independent until the rules: read them on every core, results in file order.
+fn extract_sql_parallel(
+    files: &[SourceFile],
+    ids: &[usize],
+    config: &Config,
+) -> Vec<extract::Extracted> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    if threads == 1 || ids.len() < 2 {
+        return ids
+            .iter()
+            .map(|&id| extract::sql::extract(id, &files[id].text, config))
+            .collect();
+    }
+    let mut done: Vec<(usize, extract::Extracted)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    ids.iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|&id| (id, extract::sql::extract(id, &files[id].text, config)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(results) => results,
+                // A panic is a bug in txlint: report it as one, not as a clean run.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    done.sort_by_key(|(id, _)| *id);
+    done.into_iter().map(|(_, x)| x).collect()
 }
 
 /// Lint one text as if it were a file named `name` (examples and tests).
