@@ -79,6 +79,27 @@ pub struct RustConfig {
     pub query_functions: Vec<String>,
 }
 
+/// `[[overrides]]`: another dialect or `sql.mode` for the `.sql` files matching `paths`
+/// (migrations that a tool wraps in a transaction, sqlc query files, a MySQL folder).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Override {
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub dialect: Option<Dialect>,
+    #[serde(default)]
+    pub sql: Option<SqlConfig>,
+    #[serde(skip)]
+    matcher: Option<globset::GlobSet>,
+}
+
+/// How one `.sql` file is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSettings {
+    pub dialect: Dialect,
+    pub mode: SqlMode,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -98,6 +119,9 @@ pub struct Config {
     pub pool_mode: PoolMode,
     #[serde(default)]
     pub rules: BTreeMap<Spanned<String>, RuleLevel>,
+    /// Settings for some `.sql` files (`[[overrides]]`); the last matching one wins.
+    #[serde(default)]
+    pub overrides: Vec<Override>,
     /// Folder the globs are relative to; not a key of the file.
     #[serde(skip)]
     pub root: PathBuf,
@@ -176,12 +200,44 @@ impl Config {
                 ));
             }
         }
-        for glob in config.include.iter().chain(&config.exclude) {
+        let mut config = config;
+        let globs = config.overrides.iter().flat_map(|o| &o.paths);
+        for glob in config.include.iter().chain(&config.exclude).chain(globs) {
             if let Err(e) = globset::Glob::new(glob) {
                 return Err((None, format!("bad glob `{glob}`: {e}")));
             }
         }
+        for o in &mut config.overrides {
+            let mut b = globset::GlobSetBuilder::new();
+            for g in &o.paths {
+                if let Ok(g) = globset::Glob::new(g) {
+                    b.add(g);
+                }
+            }
+            o.matcher = b.build().ok();
+        }
         Ok(config)
+    }
+
+    /// Dialect and `sql.mode` for a file: the defaults, then every matching override in order.
+    pub fn settings_for(&self, path: &Path) -> FileSettings {
+        let mut s = FileSettings {
+            dialect: self.dialect,
+            mode: self.sql.mode,
+        };
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let rel = abs.strip_prefix(&self.root).unwrap_or(path);
+        for o in &self.overrides {
+            if o.matcher.as_ref().is_some_and(|m| m.is_match(rel)) {
+                if let Some(d) = o.dialect {
+                    s.dialect = d;
+                }
+                if let Some(sql) = &o.sql {
+                    s.mode = sql.mode;
+                }
+            }
+        }
+        s
     }
 
     /// The severity a rule reports at, or `None` when it is turned off.
@@ -208,6 +264,37 @@ mod tests {
         assert_eq!(c.dialect, Dialect::Mysql);
         assert_eq!(c.sql.mode, SqlMode::Transaction);
         assert_eq!(c.rules.get("syntax-error"), Some(&RuleLevel::Off));
+    }
+
+    #[test]
+    fn overrides_apply_in_order() {
+        let mut c = Config::parse(
+            "[[overrides]]\npaths = [\"migrations/**\"]\nsql = { mode = \"transaction\" }\n[[overrides]]\npaths = [\"migrations/mysql/**\"]\ndialect = \"mysql\"\n",
+        )
+        .unwrap();
+        c.root = PathBuf::from("/app");
+        let at = |p: &str| c.settings_for(Path::new(p));
+        assert_eq!(
+            at("/app/db/a.sql"),
+            FileSettings {
+                dialect: Dialect::Postgres,
+                mode: SqlMode::Script
+            }
+        );
+        assert_eq!(
+            at("/app/migrations/1.sql"),
+            FileSettings {
+                dialect: Dialect::Postgres,
+                mode: SqlMode::Transaction
+            }
+        );
+        assert_eq!(
+            at("/app/migrations/mysql/1.sql"),
+            FileSettings {
+                dialect: Dialect::Mysql,
+                mode: SqlMode::Transaction
+            }
+        );
     }
 
     #[test]

@@ -164,7 +164,9 @@ fn extract_sql_parallel(
     if threads == 1 || ids.len() < 2 {
         return ids
             .iter()
-            .map(|&id| extract::sql::extract(id, &files[id].text, config))
+            .map(|&id| {
+                extract::sql::extract(id, &files[id].text, config.settings_for(&files[id].path))
+            })
             .collect();
     }
     let mut done: Vec<(usize, extract::Extracted)> = std::thread::scope(|scope| {
@@ -174,7 +176,16 @@ fn extract_sql_parallel(
                     ids.iter()
                         .skip(t)
                         .step_by(threads)
-                        .map(|&id| (id, extract::sql::extract(id, &files[id].text, config)))
+                        .map(|&id| {
+                            (
+                                id,
+                                extract::sql::extract(
+                                    id,
+                                    &files[id].text,
+                                    config.settings_for(&files[id].path),
+                                ),
+                            )
+                        })
                         .collect::<Vec<_>>()
                 })
             })

@@ -352,3 +352,27 @@ fn graph_draws_cycles() {
     );
     assert!(out.contains("linkStyle 0 stroke:red"), "{out}");
 }
+
+#[test]
+fn overrides_set_mode_per_folder() {
+    let d = Dir::new("overrides");
+    d.write("migrations/001.sql", BAD)
+        .write("scripts/a.sql", BAD);
+    d.write(
+        "txlint.toml",
+        "[[overrides]]\npaths = [\"migrations/**\"]\nsql = { mode = \"transaction\" }\n",
+    );
+    let o = txlint(d.path(), &["check", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let paths: Vec<&str> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        vec!["scripts/a.sql"],
+        "the migration runs in one transaction"
+    );
+}

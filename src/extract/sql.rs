@@ -3,7 +3,7 @@
 
 use super::session::SessionWalker;
 use super::{Extracted, Front, parser_dialect};
-use crate::config::{Config, SqlMode};
+use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
 use crate::parse::lex::{Kind, Token};
 use crate::parse::split::{RawStatement, split};
@@ -11,17 +11,17 @@ use crate::parse::{plpgsql, split as splitter};
 use crate::source::{FileId, OffsetMap, Span};
 
 /// Read one `.sql` file.
-pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
-    let parser = parser_dialect(config.dialect);
+pub fn extract(file: FileId, text: &str, settings: FileSettings) -> Extracted {
+    let parser = parser_dialect(settings.dialect);
     let mut x = Front {
         file,
-        dialect: config.dialect,
+        dialect: settings.dialect,
         parser: parser.as_ref(),
         out: Extracted::default(),
     };
     let map = OffsetMap::shifted(0);
-    let statements = split(text, config.dialect, true).statements;
-    let mut script = SessionWalker::script(config.sql.mode);
+    let statements = split(text, settings.dialect, true).statements;
+    let mut script = SessionWalker::script(settings.mode);
     for (seq, stmt) in statements.iter().enumerate() {
         let mut step = x.step(text, &map, stmt, Vec::new());
         step.seq = seq;
@@ -29,7 +29,7 @@ pub fn extract(file: FileId, text: &str, config: &Config) -> Extracted {
         x.bodies(text, stmt, &step.facts);
         script.push(step, stmt.message);
     }
-    let kind = match config.sql.mode {
+    let kind = match settings.mode {
         SqlMode::Statements => UnitKind::QueryFile,
         _ => UnitKind::Script,
     };
@@ -263,8 +263,12 @@ mod tests {
     use super::*;
 
     fn units(text: &str, toml: &str) -> Vec<Unit> {
-        let config = Config::parse(toml).unwrap();
-        extract(0, text, &config).units
+        let config = crate::config::Config::parse(toml).unwrap();
+        let settings = FileSettings {
+            dialect: config.dialect,
+            mode: config.sql.mode,
+        };
+        extract(0, text, settings).units
     }
 
     fn shape(u: &Unit) -> Vec<(Scope, Isolation, usize)> {
