@@ -9,6 +9,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod discover;
 pub mod extract;
+pub mod lsp;
 pub mod model;
 pub mod parse;
 pub mod report;

@@ -72,6 +72,8 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Serve diagnostics to an editor over the Language Server Protocol on stdin/stdout.
+    Lsp,
     /// Print a rule's documentation.
     Explain {
         /// Rule name, as `txlint rules` lists it.
@@ -112,6 +114,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check(args),
+        Command::Lsp => {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let (connection, io) = lsp_server::Connection::stdio();
+            let served = txlint::lsp::serve(&connection, &cwd);
+            drop(connection);
+            match (served, io.join()) {
+                (Ok(()), Ok(())) => ExitCode::SUCCESS,
+                (Err(e), _) => fail(format!("language server: {e}")),
+                (_, Err(e)) => fail(format!("language server: {e}")),
+            }
+        }
         Command::Graph {
             paths,
             format,
