@@ -42,8 +42,6 @@ pub struct Facts {
     /// `INSERT ... ON CONFLICT`, `ON DUPLICATE KEY UPDATE`, `INSERT IGNORE`: a duplicate key is
     /// handled by the statement.
     pub on_conflict: bool,
-    /// `INSERT ... SELECT ... WHERE NOT EXISTS (...)`: checks and writes in one statement.
-    pub not_exists: bool,
     /// A table's keys declared by this statement (`CREATE TABLE`, `CREATE UNIQUE INDEX`,
     /// `ALTER TABLE ... ADD CONSTRAINT`).
     pub ddl: Option<TableDdl>,

@@ -531,9 +531,6 @@ impl Reader<'_> {
             {
                 f.on_conflict = true;
             }
-            if f.kind == StmtKind::Insert && c.is(i, "not") && c.is(i + 1, "exists") {
-                f.not_exists = true;
-            }
         }
     }
 

@@ -796,20 +796,11 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.in_branch(|w| w.block(&l.body));
                 Value::None
             }
-            E::Block(b) => {
-                self.block(&b.block);
-                Value::None
-            }
-            E::Async(b) => {
-                self.block(&b.block);
-                Value::None
-            }
-            E::Unsafe(b) => {
-                self.block(&b.block);
-                Value::None
-            }
-            E::TryBlock(b) => {
-                self.block(&b.block);
+            E::Block(syn::ExprBlock { block, .. })
+            | E::Async(syn::ExprAsync { block, .. })
+            | E::Unsafe(syn::ExprUnsafe { block, .. })
+            | E::TryBlock(syn::ExprTryBlock { block, .. }) => {
+                self.block(block);
                 Value::None
             }
             E::Closure(c) => {
