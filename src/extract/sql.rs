@@ -41,6 +41,7 @@ pub fn extract(file: FileId, text: &str, settings: FileSettings) -> Extracted {
             span: Span::new(file, 0..text.len()),
             transactions: script.finish(),
             exits: Vec::new(),
+            conditions: Vec::new(),
             sessions: vec![Session {
                 id: 0,
                 kind: Executor::Session,
@@ -148,6 +149,7 @@ impl Front<'_> {
             span: Span::new(self.file, stmt.range.clone()),
             transactions: txs,
             exits: Vec::new(),
+            conditions: Vec::new(),
             sessions: Vec::new(),
         });
     }

@@ -33,6 +33,17 @@ pub struct Unit {
     pub exits: Vec<Exit>,
     /// The database sessions this unit's steps run on (see [`Step::session`]).
     pub sessions: Vec<Session>,
+    /// Branch arms taken on a condition computed from query results (host code).
+    pub conditions: Vec<Condition>,
+}
+
+/// A branch arm (see [`Step::branch`]) taken on a condition computed from the results of
+/// earlier steps: `if count > 1 { ... }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    pub branch: usize,
+    /// Sequence numbers of the steps the condition is computed from.
+    pub from: Vec<usize>,
 }
 
 /// One database session used by a unit.

@@ -27,7 +27,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             let found = steps[..j]
                 .iter()
                 .rev()
-                .find_map(|r| finding(cx, &steps, r, w));
+                .find_map(|r| finding(cx, unit, &steps, r, w));
             out.extend(found);
         }
     }
@@ -43,7 +43,7 @@ fn what(r: &Step) -> String {
     }
 }
 
-fn finding(cx: &Context, steps: &[At], r: &At, w: &At) -> Option<Diagnostic> {
+fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Diagnostic> {
     let rf = &r.step.facts;
     if rf.kind != StmtKind::Select
         || rf.aggregates.is_empty()
@@ -54,7 +54,7 @@ fn finding(cx: &Context, steps: &[At], r: &At, w: &At) -> Option<Diagnostic> {
     }
     let wf = &w.step.facts;
     let table = &wf.writes.first()?.name;
-    let how = depends(steps, r.step, w.step, table)?;
+    let how = depends(unit, steps, r.step, w.step, table)?;
     let same_tx = r.tx == w.tx;
     // Protections: a lock on the guard rows, an advisory lock first (READ COMMITTED),
     // SERIALIZABLE, a statement that handles the duplicate, a unique key that refuses it.
@@ -111,7 +111,7 @@ fn finding(cx: &Context, steps: &[At], r: &At, w: &At) -> Option<Diagnostic> {
 }
 
 /// How the write depends on the read, if it does.
-fn depends(steps: &[At], r: &Step, w: &Step, table: &str) -> Option<&'static str> {
+fn depends(unit: &Unit, steps: &[At], r: &Step, w: &Step, table: &str) -> Option<&'static str> {
     let tainted = tainted_vars(steps, r, w);
     let f = &w.facts;
     let operands = f
@@ -122,6 +122,36 @@ fn depends(steps: &[At], r: &Step, w: &Step, table: &str) -> Option<&'static str
         .chain(f.filters.iter().map(|p| &p.value));
     if operands.clone().any(|o| flows_from(o, r, w, &tainted)) {
         return Some("it writes a value computed from it");
+    }
+    // Duplicate registration: insert the very key that was checked.
+    if f.kind == StmtKind::Insert && r.facts.reads.iter().any(|t| t.name == table) {
+        let same_key = r.facts.filters.iter().any(|p| {
+            f.inserts.iter().any(|(c, o)| {
+                *c == p.column
+                    && value_key(o, w) == value_key(&p.value, r)
+                    && (is_var(&o.text, w) || !o.params.is_empty())
+            })
+        });
+        if same_key {
+            return Some("it inserts the key it checked");
+        }
+    }
+    // Host code: the write is in a branch taken on the read's result, or comes after an early
+    // exit taken on it (`if taken { return ... }`).
+    let on_read = |branch: &[usize]| {
+        unit.conditions
+            .iter()
+            .any(|c| branch.contains(&c.branch) && c.from.contains(&r.seq))
+    };
+    if on_read(&w.branch) {
+        return Some("it runs under a condition on it");
+    }
+    if unit
+        .exits
+        .iter()
+        .any(|e| e.seq > r.seq && e.seq < w.seq && on_read(&e.branch))
+    {
+        return Some("it runs only when an early return on it was not taken");
     }
     // PL/pgSQL: a condition on the read's result between the read and the write.
     let decided = steps.iter().any(|a| {
@@ -138,19 +168,6 @@ fn depends(steps: &[At], r: &Step, w: &Step, table: &str) -> Option<&'static str
             .any(|t| t.name == table || !r.facts.filters.is_empty())
     {
         return Some("it runs under a condition on it");
-    }
-    // Duplicate registration: insert the very key that was checked.
-    if f.kind == StmtKind::Insert && r.facts.reads.iter().any(|t| t.name == table) {
-        let same_key = r.facts.filters.iter().any(|p| {
-            f.inserts.iter().any(|(c, o)| {
-                *c == p.column
-                    && value_key(o, w) == value_key(&p.value, r)
-                    && (is_var(&o.text, w) || !o.params.is_empty())
-            })
-        });
-        if same_key {
-            return Some("it inserts the key it checked");
-        }
     }
     None
 }

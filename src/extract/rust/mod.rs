@@ -393,6 +393,7 @@ struct Walker<'a, 'w> {
     branch: Vec<usize>,
     next_branch: usize,
     exits: Vec<Exit>,
+    conditions: Vec<Condition>,
     /// Sequence number of the last step emitted.
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.
@@ -423,6 +424,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             branch: Vec::new(),
             next_branch: 0,
             exits: Vec::new(),
+            conditions: Vec::new(),
             last_step: None,
             stack: Vec::new(),
         }
@@ -466,6 +468,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             span: f.span,
             transactions,
             exits: self.exits,
+            conditions: self.conditions,
             sessions: self.sessions,
         }
     }
@@ -702,8 +705,19 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     fn in_branch<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.in_branch_on(&Flow::new(), f)
+    }
+
+    /// A branch arm taken on a condition computed from the results of the steps in `from`.
+    fn in_branch_on<R>(&mut self, from: &Flow, f: impl FnOnce(&mut Self) -> R) -> R {
         self.next_branch += 1;
         self.branch.push(self.next_branch);
+        if !from.is_empty() {
+            self.conditions.push(Condition {
+                branch: self.next_branch,
+                from: from.iter().copied().collect(),
+            });
+        }
         let r = f(self);
         self.branch.pop();
         r
@@ -764,16 +778,18 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             E::If(i) => {
                 self.expr(&i.cond);
-                self.in_branch(|w| w.block(&i.then_branch));
+                let from = self.flow(&i.cond);
+                self.in_branch_on(&from, |w| w.block(&i.then_branch));
                 if let Some((_, other)) = &i.else_branch {
-                    self.in_branch(|w| w.expr(other));
+                    self.in_branch_on(&from, |w| w.expr(other));
                 }
                 Value::None
             }
             E::Match(m) => {
                 self.expr(&m.expr);
+                let from = self.flow(&m.expr);
                 for arm in &m.arms {
-                    self.in_branch(|w| {
+                    self.in_branch_on(&from, |w| {
                         if let Some((_, g)) = &arm.guard {
                             w.expr(g);
                         }
@@ -1503,6 +1519,7 @@ fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, why: Unparsed
         span: Span::new(id, 0..file.text.len()),
         transactions: walker.finish(),
         exits: Vec::new(),
+        conditions: Vec::new(),
         sessions: Vec::new(),
     });
 }
