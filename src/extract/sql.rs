@@ -42,6 +42,7 @@ pub fn extract(file: FileId, text: &str, settings: FileSettings) -> Extracted {
             transactions: script.finish(),
             exits: Vec::new(),
             conditions: Vec::new(),
+            loops: Vec::new(),
             sessions: vec![Session {
                 id: 0,
                 kind: Executor::Session,
@@ -150,6 +151,7 @@ impl Front<'_> {
             transactions: txs,
             exits: Vec::new(),
             conditions: Vec::new(),
+            loops: Vec::new(),
             sessions: Vec::new(),
         });
     }

@@ -35,6 +35,21 @@ pub struct Unit {
     pub sessions: Vec<Session>,
     /// Branch arms taken on a condition computed from query results (host code).
     pub conditions: Vec<Condition>,
+    /// Loops of host code over collections (the body is a branch arm).
+    pub loops: Vec<Loop>,
+}
+
+/// `for id in ids { ... }` in host code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    /// The branch arm of the body (see [`Step::branch`]).
+    pub branch: usize,
+    /// Names the loop binds.
+    pub vars: Vec<String>,
+    /// The collection is visited in sorted order.
+    pub sorted: bool,
+    /// The collection expression.
+    pub span: Span,
 }
 
 /// A branch arm (see [`Step::branch`]) taken on a condition computed from the results of

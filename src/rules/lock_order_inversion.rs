@@ -32,6 +32,53 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     {
         unordered_set(step, out);
     }
+    for unit in &cx.program.units {
+        unordered_loop(unit, out);
+    }
+}
+
+/// `for id in ids { UPDATE ... WHERE id = $1 }` inside a transaction, `ids` not sorted: each
+/// transaction locks the rows in its own order.
+fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
+    let held = unit
+        .transactions
+        .iter()
+        .filter(|t| matches!(t.scope, Scope::Explicit | Scope::File | Scope::Caller));
+    for step in held.flat_map(|t| &t.steps) {
+        let Some(lp) = unit
+            .loops
+            .iter()
+            .find(|l| !l.sorted && step.branch.contains(&l.branch))
+        else {
+            continue;
+        };
+        let keyed = step.inputs.iter().any(|i| {
+            let t = i.text.trim_start_matches(['&', '*']);
+            lp.vars
+                .iter()
+                .any(|v| t == v || t.starts_with(&format!("{v}.")))
+        });
+        let acquired = lockgraph::acquisitions(step)
+            .into_iter()
+            .find(|(r, _)| matches!(r, Resource::Table(_)));
+        let (Some((resource, span)), true) = (acquired, keyed) else {
+            continue;
+        };
+        out.push(
+            Diagnostic::new(
+                &RULE,
+                span,
+                format!(
+                    "rows of {} are locked one at a time in the order of a collection that is not sorted: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
+                    resource.label()
+                ),
+            )
+            .note("locked once per key, in collection order")
+            .in_statement(step.span)
+            .label(lp.span, "iterated in no particular order")
+            .help("sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)"),
+        );
+    }
 }
 
 fn at(cx: &Context, span: Span) -> String {

@@ -394,6 +394,9 @@ struct Walker<'a, 'w> {
     next_branch: usize,
     exits: Vec<Exit>,
     conditions: Vec<Condition>,
+    loops: Vec<Loop>,
+    /// Collections sorted in place so far (`ids.sort()`).
+    sorted: HashSet<String>,
     /// Sequence number of the last step emitted.
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.
@@ -425,6 +428,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             next_branch: 0,
             exits: Vec::new(),
             conditions: Vec::new(),
+            loops: Vec::new(),
+            sorted: HashSet::new(),
             last_step: None,
             stack: Vec::new(),
         }
@@ -469,6 +474,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             transactions,
             exits: self.exits,
             conditions: self.conditions,
+            loops: self.loops,
             sessions: self.sessions,
         }
     }
@@ -662,6 +668,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.vars.insert(name, value);
             }
             syn::Pat::Type(t) => {
+                self.note_sorted(&t.pat, &t.ty);
                 let value = match (value, types::of_type(&t.ty, &self.ix.config.rust)) {
                     (Value::None, Some(kind)) => Value::Handle(self.handle_of_kind(kind)),
                     (v, _) => v,
@@ -700,7 +707,18 @@ impl<'a, 'w> Walker<'a, 'w> {
                 },
                 v => v,
             };
+            self.note_sorted(&t.pat, &t.ty);
             self.bind(&t.pat, value);
+        }
+    }
+
+    /// A `BTreeSet`/`BTreeMap` is visited in key order.
+    fn note_sorted(&mut self, pat: &syn::Pat, ty: &syn::Type) {
+        let p = self.parsed();
+        if p.text.get(p.range(ty)).is_some_and(|t| t.contains("BTree"))
+            && let syn::Pat::Ident(id) = pat
+        {
+            self.sorted.insert(id.ident.to_string());
         }
     }
 
@@ -800,7 +818,28 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             E::ForLoop(f) => {
                 self.expr(&f.expr);
-                self.in_branch(|w| w.block(&f.body));
+                // The order the loop visits keys in: sorted if the collection was sorted first
+                // or is sorted on the way (`ids.sort()`, `.sorted()`, a `BTreeSet`).
+                let over = self.source_of(&f.expr);
+                let base = over
+                    .trim_start_matches(['&', '*'])
+                    .split(['.', ' '])
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                let sorted = over.contains("sort") || self.sorted.contains(&base);
+                let mut names = Vec::new();
+                collect_idents(&f.pat, &mut names);
+                let at = self.span(&f.expr);
+                self.in_branch(|w| {
+                    w.loops.push(Loop {
+                        branch: w.next_branch,
+                        vars: names,
+                        sorted,
+                        span: at,
+                    });
+                    w.block(&f.body)
+                });
                 Value::None
             }
             E::While(l) => {
@@ -982,6 +1021,11 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         let receiver = self.expr(&m.receiver);
         let args = self.exprs(&m.args);
+        if name.starts_with("sort") {
+            let base = self.source_of(&m.receiver);
+            self.sorted
+                .insert(base.trim_start_matches(['&', '*']).to_string());
+        }
         let arg_sql = match args.first() {
             Some(Value::Sql(s)) => Some(s.clone()),
             _ => None,
@@ -1520,8 +1564,20 @@ fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, why: Unparsed
         transactions: walker.finish(),
         exits: Vec::new(),
         conditions: Vec::new(),
+        loops: Vec::new(),
         sessions: Vec::new(),
     });
+}
+
+/// Names bound by a pattern.
+fn collect_idents(pat: &syn::Pat, out: &mut Vec<String>) {
+    struct Idents<'o>(&'o mut Vec<String>);
+    impl<'a> Visit<'a> for Idents<'_> {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+        }
+    }
+    Idents(out).visit_pat(pat);
 }
 
 /// String literals that are the first argument of a query macro or method in a token stream.
