@@ -102,6 +102,24 @@ pub fn of_variable_name(name: &str) -> Option<Executor> {
     }
 }
 
+/// `E: PgExecutor<'_>` and `where E: Executor`: a parameter of a generic executor type.
+pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor> {
+    let ty = match ty {
+        syn::Type::Reference(r) => &*r.elem,
+        t => t,
+    };
+    let syn::Type::Path(p) = ty else {
+        return None;
+    };
+    let name = p.path.get_ident()?;
+    let bounded = sig.generics.params.iter().any(|g| {
+        matches!(g, syn::GenericParam::Type(t) if t.ident == *name && t.bounds.iter().any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path))))
+    }) || sig.generics.where_clause.iter().flat_map(|w| &w.predicates).any(|p| {
+        matches!(p, syn::WherePredicate::Type(t) if matches!(&t.bounded_ty, syn::Type::Path(b) if b.path.get_ident() == Some(name)) && t.bounds.iter().any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path))))
+    });
+    bounded.then_some(Executor::Unknown)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,506 @@
+//! Calls that send SQL, build it, open transactions or reach helpers.
+
+use super::*;
+
+impl<'a> Walker<'a, '_> {
+    pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Value {
+        let name = m.method.to_string();
+        let at = self.span(m);
+        // `conn.transaction(|tx| async move { ... })`: the closure runs in a transaction.
+        if name == "transaction"
+            && let Some(syn::Expr::Closure(c)) =
+                m.args.iter().find(|a| matches!(a, syn::Expr::Closure(_)))
+        {
+            let parent = match self.expr(&m.receiver) {
+                Value::Handle(h) => h,
+                _ => self.handle_of_kind(Executor::Pool),
+            };
+            let tx = self.begin(parent, at);
+            let outer = self.vars.clone();
+            if let Some(p) = c.inputs.first() {
+                self.bind(p, Value::Handle(tx));
+            }
+            self.expr(&c.body);
+            self.walkers[tx.walker].end(None);
+            self.vars = outer;
+            return Value::None;
+        }
+        let receiver = self.expr(&m.receiver);
+        let args = self.exprs(&m.args);
+        if name.starts_with("sort") {
+            let base = self.source_of(&m.receiver);
+            self.sorted
+                .insert(base.trim_start_matches(['&', '*']).to_string());
+        }
+        let arg_sql = match args.first() {
+            Some(Value::Sql(s)) => Some(s.clone()),
+            _ => None,
+        };
+        // client.query("...", &[]), tx.batch_execute("BEGIN; ..."), db.execute(Statement::..)
+        if let Some(mut sql) = arg_sql.clone()
+            && (CLIENT_METHODS.contains(&name.as_str())
+                || self.ix.config.rust.query_functions.contains(&name))
+        {
+            sql.batch |= BATCH_METHODS.contains(&name.as_str());
+            // tokio-postgres parameters: `&[&a, &b]`.
+            if let Some(params) = m.args.iter().nth(1) {
+                let params = match params {
+                    syn::Expr::Reference(r) => &*r.expr,
+                    p => p,
+                };
+                if let syn::Expr::Array(a) = params {
+                    for e in &a.elems {
+                        sql.binds.push((self.flow(e), self.source_of(e)));
+                    }
+                }
+            }
+            let handle = self.handle(&receiver, &m.receiver);
+            let text = self.source_of(&m.receiver);
+            return self.emit(&sql, handle, text);
+        }
+        // sqlx::query("...").bind(x).fetch_one(&mut *tx)
+        if let Value::Sql(sql) = &receiver
+            && TERMINALS.contains(&name.as_str())
+        {
+            let (handle, text) = match (args.first(), m.args.first()) {
+                (Some(v), Some(e)) => (self.handle(v, e), self.source_of(e)),
+                _ => (Walker::unknown_handle(), String::new()),
+            };
+            let sql = sql.clone();
+            return self.emit(&sql, handle, text);
+        }
+        match (name.as_str(), &receiver) {
+            // Builders and prepared statements carry their SQL to where they run.
+            ("prepare" | "prepare_cached" | "prepare_typed", _) if arg_sql.is_some() => {
+                Value::Sql(arg_sql.unwrap_or_else(|| unreachable!()))
+            }
+            ("bind", Value::Sql(sql)) => {
+                let mut sql = sql.clone();
+                if let Some(e) = m.args.first() {
+                    sql.binds.push((self.flow(e), self.source_of(e)));
+                }
+                Value::Sql(sql)
+            }
+            (
+                "bind_all" | "persistent" | "map" | "try_map" | "as_str" | "to_string" | "to_owned"
+                | "into" | "clone" | "build" | "sql",
+                Value::Sql(_),
+            ) => receiver,
+            (
+                "as_mut" | "as_ref" | "deref_mut" | "deref" | "clone" | "borrow_mut" | "lock"
+                | "unwrap" | "expect",
+                Value::Handle(_),
+            ) => receiver,
+            ("begin" | "transaction" | "start_transaction" | "begin_with", Value::Handle(h)) => {
+                Value::Handle(self.begin(*h, at))
+            }
+            (
+                "acquire"
+                | "get"
+                | "get_owned"
+                | "try_acquire"
+                | "try_get"
+                | "dedicated_connection",
+                Value::Handle(h),
+            ) if h.kind == Executor::Pool => Value::Handle(self.new_session(
+                Executor::PooledConnection,
+                Executor::PooledConnection,
+                Some(at),
+            )),
+            ("commit" | "rollback", Value::Handle(h)) if h.kind == Executor::Transaction => {
+                self.walkers[h.walker].end(Some(at));
+                Value::None
+            }
+            // A helper method given a handle: walk it in place.
+            _ => {
+                if args.iter().any(|a| matches!(a, Value::Handle(_))) {
+                    self.inline(&name, &args);
+                }
+                // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
+                data_of(std::iter::once(&receiver).chain(&args))
+            }
+        }
+    }
+
+    pub(super) fn call(&mut self, c: &syn::ExprCall) -> Value {
+        let args = self.exprs(&c.args);
+        let syn::Expr::Path(p) = &*c.func else {
+            self.expr(&c.func);
+            return Value::None;
+        };
+        let segments: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let Some(name) = segments.last().map(String::as_str) else {
+            return Value::None;
+        };
+        let owner = segments.len().checked_sub(2).map(|i| segments[i].as_str());
+        let first_sql = |i: usize| match args.get(i) {
+            Some(Value::Sql(s)) => Some(s.clone()),
+            _ => None,
+        };
+        if BUILDERS.contains(&name)
+            && let Some(mut sql) = first_sql(0)
+        {
+            sql.batch = name == "raw_sql";
+            return Value::Sql(sql);
+        }
+        if matches!(name, "from_string" | "from_sql_and_values")
+            && let Some(sql) = first_sql(1)
+        {
+            return Value::Sql(sql);
+        }
+        if matches!(name, "from" | "new" | "Some" | "Ok")
+            && let Some(sql) = first_sql(0)
+        {
+            return Value::Sql(sql);
+        }
+        if self
+            .ix
+            .config
+            .rust
+            .query_functions
+            .iter()
+            .any(|f| f == name)
+            && let Some(Value::Handle(h)) = args.first()
+            && let Some(sql) = args.iter().find_map(|a| match a {
+                Value::Sql(s) => Some(s.clone()),
+                _ => None,
+            })
+        {
+            let h = *h;
+            let text = c
+                .args
+                .first()
+                .map(|e| self.source_of(e))
+                .unwrap_or_default();
+            self.emit(&sql, h, text);
+            return Value::None;
+        }
+        // Constructors: PgPool::connect, PgConnection::connect, tokio_postgres::connect, ...
+        if matches!(
+            name,
+            "connect" | "connect_lazy" | "connect_with" | "establish" | "build" | "create_pool"
+        ) {
+            let at = self.span(c);
+            let qualified: Vec<String> = segments[..segments.len() - 1].to_vec();
+            let kind = match owner {
+                Some("tokio_postgres" | "postgres") => Some(Executor::Connection),
+                Some("Database") => Some(Executor::Pool),
+                Some(t) => types::of_name(t, &qualified, &self.ix.config.rust),
+                None => None,
+            };
+            return match kind {
+                Some(Executor::Pool) => Value::Handle(self.handle_of_kind(Executor::Pool)),
+                Some(Executor::Connection) => Value::Handle(self.new_session(
+                    Executor::Connection,
+                    Executor::Connection,
+                    Some(at),
+                )),
+                _ => Value::None,
+            };
+        }
+        if args.iter().any(|a| matches!(a, Value::Handle(_))) {
+            self.inline(name, &args);
+        }
+        match name {
+            // Box::pin(async move {..}), Ok(x): the value passes through.
+            "pin" | "Ok" | "Some" | "from" | "new" => args.into_iter().next().unwrap_or_default(),
+            _ => data_of(&args),
+        }
+    }
+
+    pub(super) fn mac(&mut self, mac: &syn::Macro) -> Value {
+        let Some(name) = mac.path.segments.last().map(|s| s.ident.to_string()) else {
+            return Value::None;
+        };
+        let Ok(args) =
+            mac.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
+        else {
+            return Value::None;
+        };
+        if let Some(&(_, index, is_file)) = MACROS.iter().find(|(n, ..)| *n == name) {
+            let Some(arg) = args.iter().nth(index) else {
+                return Value::None;
+            };
+            let v = self.expr(arg);
+            self.exprs(args.iter().skip(index + 1));
+            let v = match v {
+                Value::Sql(s) if is_file => self.query_file(&s.text),
+                v => v,
+            };
+            return match v {
+                Value::Sql(mut sql) => {
+                    for e in args.iter().skip(index + 1) {
+                        sql.binds.push((self.flow(e), self.source_of(e)));
+                    }
+                    Value::Sql(sql)
+                }
+                v => v,
+            };
+        }
+        match name.as_str() {
+            "include_str" => match args.first().map(|a| self.expr(a)) {
+                Some(Value::Sql(s)) => self.include_str(&s.text),
+                _ => Value::None,
+            },
+            "concat" => {
+                let mut out: Option<Sql> = None;
+                for a in &args {
+                    match (self.expr(a), out.take()) {
+                        (Value::Sql(s), None) => out = Some(s),
+                        (Value::Sql(s), Some(o)) => out = Some(o.concat(s)),
+                        _ => return Value::None,
+                    }
+                }
+                out.map_or(Value::None, Value::Sql)
+            }
+            "format" => {
+                let first = args.first().map(|a| self.expr(a));
+                self.exprs(args.iter().skip(1));
+                match first {
+                    // `format!("SELECT ... {table}")` builds SQL ...
+                    Some(Value::Sql(mut s)) if looks_like_sql(&s.text) => {
+                        s.text = blank_format_placeholders(&s.text);
+                        Value::Sql(s)
+                    }
+                    // ... `format!("{}{}", row.name, suffix)` builds data.
+                    _ => {
+                        let flow: Flow = args.iter().skip(1).flat_map(|a| self.flow(a)).collect();
+                        if flow.is_empty() {
+                            Value::None
+                        } else {
+                            Value::Data(flow)
+                        }
+                    }
+                }
+            }
+            _ => {
+                // println!, tokio::try_join!(..), vec![..]: walk the arguments.
+                self.exprs(&args);
+                Value::None
+            }
+        }
+    }
+
+    /// `query_file!("queries/x.sql")`: the file relative to the crate's manifest folder.
+    pub(super) fn query_file(&mut self, rel: &str) -> Value {
+        let here = &self.parsed().path;
+        match here
+            .ancestors()
+            .skip(1)
+            .find(|d| d.join("Cargo.toml").is_file())
+        {
+            Some(root) => self.sql_file(root.join(rel)),
+            None => Value::None,
+        }
+    }
+
+    /// `include_str!("../queries/x.sql")`: the file relative to the Rust file.
+    pub(super) fn include_str(&mut self, rel: &str) -> Value {
+        match self.parsed().path.parent() {
+            Some(dir) => self.sql_file(dir.join(rel)),
+            None => Value::None,
+        }
+    }
+
+    /// A SQL file that Rust code sends: its statements run where the code sends them, so it is
+    /// not also read as a script of its own.
+    pub(super) fn sql_file(&mut self, path: PathBuf) -> Value {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Value::None;
+        };
+        let id = match self.shared.known.iter().position(|p| same_file(p, &path)) {
+            Some(i) => i,
+            None => {
+                // Shown relative to the same folder as the Rust file that names it.
+                let p = self.parsed();
+                let base = p.path.to_string_lossy();
+                let display = match base.strip_suffix(p.display.as_str()) {
+                    Some(root) => crate::display_path(&path, Path::new(root)),
+                    None => path.to_string_lossy().into_owned(),
+                };
+                self.shared
+                    .extra
+                    .push(SourceFile::new(path.clone(), display, text.clone()));
+                self.shared.known.push(path);
+                self.shared.first_extra + self.shared.extra.len() - 1
+            }
+        };
+        self.front.out.embedded.insert(id);
+        Value::Sql(Sql {
+            file: id,
+            text,
+            map: OffsetMap::shifted(0),
+            batch: false,
+            binds: Vec::new(),
+        })
+    }
+
+    /// The handle a value stands for; unknown if it is none.
+    pub(super) fn handle(&mut self, v: &Value, e: &syn::Expr) -> Handle {
+        match v {
+            Value::Handle(h) => *h,
+            _ => match types::of_variable_name(&self.source_of(e)) {
+                Some(kind) => self.handle_of_kind(kind),
+                None => Walker::unknown_handle(),
+            },
+        }
+    }
+
+    /// Walk the function `name` in place, its parameters bound to `args`.
+    pub(super) fn inline(&mut self, name: &str, args: &[Value]) {
+        let Some(i) = self.ix.function(name, self.file) else {
+            return;
+        };
+        if self.stack.contains(&i) || self.stack.len() > 4 {
+            return;
+        }
+        self.shared.inlined.insert(i);
+        let f = &self.ix.fns[i];
+        let saved_vars = std::mem::take(&mut self.vars);
+        let saved_file = std::mem::replace(&mut self.file, f.file);
+        self.stack.push(i);
+        self.params(f.sig, Some(args));
+        self.block(f.block);
+        self.stack.pop();
+        self.file = saved_file;
+        self.vars = saved_vars;
+    }
+
+    /// Send `sql` through `handle`: one step per statement, in the handle's session walker.
+    /// The result is the data the statements return.
+    pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String) -> Value {
+        let key = sql.key();
+        if !self.shared.cache.contains_key(&key) {
+            self.front.file = sql.file;
+            let statements = split(&sql.text, self.front.dialect, false).statements;
+            let steps = statements
+                .iter()
+                .map(|s| {
+                    (
+                        self.front.step(&sql.text, &sql.map, s, Vec::new()),
+                        s.message,
+                    )
+                })
+                .collect();
+            self.shared.cache.insert(key, steps);
+        }
+        let steps = self.shared.cache[&key].clone();
+        self.message += 1;
+        let mut results = Flow::new();
+        for (mut step, _) in steps {
+            step.seq = self.next_seq();
+            step.session = handle.session;
+            step.branch = self.branch.clone();
+            step.via = Some(via.clone());
+            step.inputs = sql
+                .binds
+                .iter()
+                .enumerate()
+                .map(|(i, (from, text))| Input {
+                    param: i + 1,
+                    from: from.iter().copied().collect(),
+                    text: text.clone(),
+                })
+                .collect();
+            results.insert(step.seq);
+            self.last_step = Some(step.seq);
+            // One call is one message unless it sends several statements in a batch.
+            if !sql.batch {
+                self.message += 1;
+            }
+            self.walkers[handle.walker].push(step, self.message);
+        }
+        Value::Data(results)
+    }
+}
+
+/// Whether a format string is SQL: it starts with a statement keyword.
+fn looks_like_sql(text: &str) -> bool {
+    let first = text
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    matches!(
+        first.as_str(),
+        "select"
+            | "insert"
+            | "update"
+            | "delete"
+            | "with"
+            | "merge"
+            | "lock"
+            | "begin"
+            | "start"
+            | "commit"
+            | "rollback"
+            | "set"
+            | "call"
+            | "create"
+            | "alter"
+            | "drop"
+            | "truncate"
+            | "values"
+            | "table"
+            | "do"
+            | "savepoint"
+            | "release"
+            | "copy"
+            | "explain"
+    )
+}
+
+/// Data computed from any of `values` (the union of their flows), or nothing.
+fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value {
+    let flow: Flow = values
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::Data(f) => Some(f.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if flow.is_empty() {
+        Value::None
+    } else {
+        Value::Data(flow)
+    }
+}
+
+/// `format!` placeholders (`{}`, `{name}`) become underscores and `{{`/`}}` one brace and a
+/// space, so the literal parts keep their positions.
+fn blank_format_placeholders(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('{', Some('{')) | ('}', Some('}')) => {
+                chars.next();
+                out.push(c);
+                out.push(' ');
+            }
+            ('{', _) => {
+                let mut n = 1;
+                for d in chars.by_ref() {
+                    n += d.len_utf8();
+                    if d == '}' {
+                        break;
+                    }
+                }
+                out.push_str(&"_".repeat(n));
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}

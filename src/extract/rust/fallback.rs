@@ -1,0 +1,87 @@
+//! A file syn cannot parse: its SQL strings are still found in the token stream.
+
+use super::*;
+
+/// syn could not parse the file: find SQL in the token stream instead (executor unknown), and
+/// say so. If even the tokens cannot be read, say where.
+pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, why: Unparsed) {
+    let lines = LineIndex::new(&why.text);
+    let offset = |lc: LineColumn| {
+        let start = lines.line_start(lc.line).unwrap_or(why.text.len());
+        start
+            + why.text[start..]
+                .chars()
+                .take(lc.column)
+                .map(char::len_utf8)
+                .sum::<usize>()
+            + why.shift
+    };
+    let at = why.at.map_or(0, offset).min(file.text.len());
+    front.out.failures.push(ParseFailure {
+        span: Span::new(id, at..at),
+        message: why.message,
+        host: true,
+    });
+    let Ok(tokens) = why.text.parse::<TokenStream>() else {
+        return;
+    };
+    let mut walker = SessionWalker::unknown();
+    let mut seq = 0;
+    let mut literals = Vec::new();
+    sql_literals(tokens, false, &mut literals);
+    front.file = id;
+    for lit in literals {
+        let (a, b) = (offset(lit.span().start()), offset(lit.span().end()));
+        let Some((text, map)) = file.text.get(a..b).and_then(|t| lit::decode(t, a)) else {
+            continue;
+        };
+        for s in split(&text, front.dialect, false).statements {
+            let mut step = front.step(&text, &map, &s, Vec::new());
+            seq += 1;
+            step.seq = seq;
+            walker.push(step, seq);
+        }
+    }
+    front.out.units.push(Unit {
+        kind: UnitKind::RustFn,
+        name: None,
+        span: Span::new(id, 0..file.text.len()),
+        transactions: walker.finish(),
+        exits: Vec::new(),
+        conditions: Vec::new(),
+        loops: Vec::new(),
+        sessions: Vec::new(),
+    });
+}
+
+/// String literals that are the first argument of a query macro or method in a token stream.
+fn sql_literals(ts: TokenStream, in_query: bool, out: &mut Vec<proc_macro2::Literal>) {
+    let mut prev: Option<String> = None;
+    let mut first = in_query;
+    for t in ts {
+        match t {
+            TokenTree::Group(g) => {
+                let q = prev.as_deref().is_some_and(|p| {
+                    CLIENT_METHODS.contains(&p)
+                        || BUILDERS.contains(&p)
+                        || MACROS.iter().any(|(n, ..)| *n == p)
+                });
+                sql_literals(g.stream(), q, out);
+                first = false;
+            }
+            TokenTree::Literal(l) => {
+                if first && l.to_string().ends_with('"') {
+                    out.push(l);
+                }
+                first = false;
+            }
+            TokenTree::Ident(i) => {
+                prev = Some(i.to_string());
+                continue;
+            }
+            TokenTree::Punct(p) if p.as_char() == '!' => continue,
+            TokenTree::Punct(_) => {}
+        }
+        prev = None;
+    }
+}

@@ -1,0 +1,617 @@
+//! Walking a function body: statements, bindings, branches and expressions, in program order.
+
+use super::*;
+
+impl<'a, 'w> Walker<'a, 'w> {
+    pub(super) fn new(
+        ix: &'w Index<'a>,
+        front: &'w mut Front<'a>,
+        shared: &'w mut Shared,
+        file: usize,
+    ) -> Self {
+        Walker {
+            ix,
+            front,
+            shared,
+            file,
+            vars: HashMap::new(),
+            walkers: vec![
+                SessionWalker::unknown(),
+                SessionWalker::host(Executor::Pool),
+            ],
+            sessions: Vec::new(),
+            field_sessions: HashMap::new(),
+            seq: 0,
+            message: 0,
+            branch: Vec::new(),
+            next_branch: 0,
+            exits: Vec::new(),
+            conditions: Vec::new(),
+            loops: Vec::new(),
+            sorted: HashSet::new(),
+            last_step: None,
+            stack: Vec::new(),
+        }
+    }
+
+    pub(super) fn parsed(&self) -> &'a Parsed {
+        &self.ix.parsed[self.file]
+    }
+
+    pub(super) fn span(&self, node: &impl Spanned) -> Span {
+        self.parsed().span(node)
+    }
+
+    /// The expression as written (`&mut *tx`), whitespace folded, for messages.
+    pub(super) fn source_of(&self, e: &syn::Expr) -> String {
+        let p = self.parsed();
+        p.text
+            .get(p.range(e))
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    pub(super) fn next_seq(&mut self) -> usize {
+        self.seq += 1;
+        self.seq
+    }
+
+    pub(super) fn finish(mut self, f: &FnDef) -> Unit {
+        let mut transactions: Vec<Transaction> = self
+            .walkers
+            .drain(..)
+            .flat_map(SessionWalker::finish)
+            .filter(|t| !t.steps.is_empty())
+            .collect();
+        transactions.sort_by_key(|t| t.steps[0].seq);
+        Unit {
+            kind: UnitKind::RustFn,
+            name: Some(f.name.clone()),
+            span: f.span,
+            transactions,
+            exits: self.exits,
+            conditions: self.conditions,
+            loops: self.loops,
+            sessions: self.sessions,
+        }
+    }
+
+    // ---- handles ----
+
+    pub(super) fn unknown_handle() -> Handle {
+        Handle {
+            kind: Executor::Unknown,
+            walker: UNKNOWN,
+            session: None,
+        }
+    }
+
+    /// A handle of `kind` that this function does not know the origin of (a parameter, a field).
+    pub(super) fn handle_of_kind(&mut self, kind: Executor) -> Handle {
+        match kind {
+            Executor::Pool => Handle {
+                kind,
+                walker: POOL,
+                session: None,
+            },
+            Executor::Connection | Executor::PooledConnection => {
+                self.new_session(kind, Executor::Unknown, None)
+            }
+            Executor::Transaction => {
+                let session = self.session(Executor::Unknown, None);
+                self.walkers.push(SessionWalker::host_transaction(None));
+                Handle {
+                    kind,
+                    walker: self.walkers.len() - 1,
+                    session: Some(session),
+                }
+            }
+            _ => Walker::unknown_handle(),
+        }
+    }
+
+    pub(super) fn session(&mut self, kind: Executor, acquired: Option<Span>) -> usize {
+        let id = self.sessions.len();
+        self.sessions.push(Session { id, kind, acquired });
+        id
+    }
+
+    /// A connection handle on a new session; `origin` is the session's kind for the rules
+    /// (pooled or dedicated).
+    pub(super) fn new_session(
+        &mut self,
+        kind: Executor,
+        origin: Executor,
+        acquired: Option<Span>,
+    ) -> Handle {
+        let session = self.session(origin, acquired);
+        self.walkers.push(SessionWalker::host(kind));
+        Handle {
+            kind,
+            walker: self.walkers.len() - 1,
+            session: Some(session),
+        }
+    }
+
+    /// `x.begin()`: a transaction on `parent`'s session, or on a new pooled session.
+    pub(super) fn begin(&mut self, parent: Handle, at: Span) -> Handle {
+        let session = match (parent.kind, parent.session) {
+            (Executor::Pool, _) | (_, None) => self.session(Executor::PooledConnection, Some(at)),
+            (_, Some(s)) => s,
+        };
+        self.walkers.push(SessionWalker::host_transaction(Some(at)));
+        Handle {
+            kind: Executor::Transaction,
+            walker: self.walkers.len() - 1,
+            session: Some(session),
+        }
+    }
+
+    // ---- statements ----
+
+    pub(super) fn block(&mut self, block: &syn::Block) {
+        let outer = self.vars.clone();
+        let before: HashSet<usize> = self.open_transactions();
+        for stmt in &block.stmts {
+            self.stmt(stmt);
+        }
+        // Transactions opened in this block and still open are rolled back when dropped here.
+        for w in self.open_transactions().difference(&before) {
+            let declared_here = self
+                .vars
+                .values()
+                .any(|v| matches!(v, Value::Handle(h) if h.walker == *w))
+                && !outer
+                    .values()
+                    .any(|v| matches!(v, Value::Handle(h) if h.walker == *w));
+            if declared_here {
+                self.walkers[*w].end(None);
+            }
+        }
+        self.vars = outer;
+    }
+
+    pub(super) fn open_transactions(&self) -> HashSet<usize> {
+        self.vars
+            .values()
+            .filter_map(|v| match v {
+                Value::Handle(h) if h.kind == Executor::Transaction => Some(h.walker),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub(super) fn stmt(&mut self, stmt: &syn::Stmt) {
+        match stmt {
+            syn::Stmt::Local(local) => {
+                let value = match &local.init {
+                    Some(init) => {
+                        let v = self.expr(&init.expr);
+                        if let Some((_, diverge)) = &init.diverge {
+                            self.in_branch(|w| {
+                                w.expr(diverge);
+                            });
+                        }
+                        self.or_data(v, &init.expr)
+                    }
+                    None => Value::None,
+                };
+                self.bind(&local.pat, value);
+            }
+            syn::Stmt::Expr(e, _) => {
+                self.expr(e);
+            }
+            syn::Stmt::Macro(m) => {
+                self.mac(&m.mac);
+            }
+            syn::Stmt::Item(_) => {}
+        }
+    }
+
+    /// A value with no meaning of its own is data if it is computed from query results.
+    pub(super) fn or_data(&self, v: Value, e: &syn::Expr) -> Value {
+        match v {
+            Value::None => {
+                let flow = self.flow(e);
+                if flow.is_empty() {
+                    Value::None
+                } else {
+                    Value::Data(flow)
+                }
+            }
+            v => v,
+        }
+    }
+
+    /// The steps whose results the variables used in `e` carry.
+    pub(super) fn flow(&self, e: &syn::Expr) -> Flow {
+        struct Names<'v>(&'v HashMap<String, Value>, Flow);
+        impl<'a> Visit<'a> for Names<'_> {
+            fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+                if let Some(id) = p.path.get_ident()
+                    && let Some(Value::Data(f)) = self.0.get(&id.to_string())
+                {
+                    self.1.extend(f.iter().copied());
+                }
+            }
+        }
+        let mut names = Names(&self.vars, Flow::new());
+        names.visit_expr(e);
+        names.1
+    }
+
+    /// Bind a pattern to a value; a type annotation tells the handle kind.
+    pub(super) fn bind(&mut self, pat: &syn::Pat, value: Value) {
+        // Data spreads to every name of a destructuring pattern.
+        if let Value::Data(flow) = &value {
+            struct Idents(Vec<String>);
+            impl<'a> Visit<'a> for Idents {
+                fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+                    self.0.push(p.ident.to_string());
+                }
+            }
+            let mut idents = Idents(Vec::new());
+            idents.visit_pat(pat);
+            for name in idents.0 {
+                self.vars.insert(name, Value::Data(flow.clone()));
+            }
+            return;
+        }
+        match pat {
+            syn::Pat::Ident(p) => {
+                let name = p.ident.to_string();
+                let value = match value {
+                    Value::None => match types::of_variable_name(&name) {
+                        Some(kind) => Value::Handle(self.handle_of_kind(kind)),
+                        None => Value::None,
+                    },
+                    v => v,
+                };
+                self.vars.insert(name, value);
+            }
+            syn::Pat::Type(t) => {
+                self.note_sorted(&t.pat, &t.ty);
+                let value = match (value, types::of_type(&t.ty, &self.ix.config.rust)) {
+                    (Value::None, Some(kind)) => Value::Handle(self.handle_of_kind(kind)),
+                    (v, _) => v,
+                };
+                self.bind(&t.pat, value);
+            }
+            // `let (client, connection) = tokio_postgres::connect(..)`: the client is first.
+            syn::Pat::Tuple(t) => {
+                let mut first = Some(value);
+                for p in &t.elems {
+                    self.bind(p, first.take().unwrap_or_default());
+                }
+            }
+            syn::Pat::Reference(r) => self.bind(&r.pat, value),
+            syn::Pat::TupleStruct(t) if t.elems.len() == 1 => self.bind(&t.elems[0], value),
+            _ => {}
+        }
+    }
+
+    /// Bind a function's parameters: to the caller's handles (`args`) when walked in place,
+    /// else by their types.
+    pub(super) fn params(&mut self, sig: &syn::Signature, args: Option<&[Value]>) {
+        let mut i = 0;
+        for input in &sig.inputs {
+            let syn::FnArg::Typed(t) = input else {
+                continue;
+            };
+            let given = args.and_then(|a| a.get(i)).cloned().unwrap_or_default();
+            i += 1;
+            let value = match given {
+                Value::None => match types::of_type(&t.ty, &self.ix.config.rust)
+                    .or_else(|| types::generic_executor(sig, &t.ty))
+                {
+                    Some(kind) => Value::Handle(self.handle_of_kind(kind)),
+                    None => Value::None,
+                },
+                v => v,
+            };
+            self.note_sorted(&t.pat, &t.ty);
+            self.bind(&t.pat, value);
+        }
+    }
+
+    /// A `BTreeSet`/`BTreeMap` is visited in key order.
+    pub(super) fn note_sorted(&mut self, pat: &syn::Pat, ty: &syn::Type) {
+        let p = self.parsed();
+        if p.text.get(p.range(ty)).is_some_and(|t| t.contains("BTree"))
+            && let syn::Pat::Ident(id) = pat
+        {
+            self.sorted.insert(id.ident.to_string());
+        }
+    }
+
+    pub(super) fn in_branch<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.in_branch_on(&Flow::new(), f)
+    }
+
+    /// A branch arm taken on a condition computed from the results of the steps in `from`.
+    pub(super) fn in_branch_on<R>(&mut self, from: &Flow, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.next_branch += 1;
+        self.branch.push(self.next_branch);
+        if !from.is_empty() {
+            self.conditions.push(Condition {
+                branch: self.next_branch,
+                from: from.iter().copied().collect(),
+            });
+        }
+        let r = f(self);
+        self.branch.pop();
+        r
+    }
+
+    pub(super) fn exit(&mut self, node: &impl Spanned, owner: Option<usize>) {
+        let seq = self.next_seq();
+        let span = self.span(node);
+        self.exits.push(Exit {
+            seq,
+            span,
+            owner,
+            branch: self.branch.clone(),
+        });
+    }
+
+    // ---- expressions ----
+
+    pub(super) fn exprs<'e>(
+        &mut self,
+        exprs: impl IntoIterator<Item = &'e syn::Expr>,
+    ) -> Vec<Value> {
+        exprs.into_iter().map(|e| self.expr(e)).collect()
+    }
+
+    pub(super) fn expr(&mut self, e: &syn::Expr) -> Value {
+        use syn::Expr as E;
+        match e {
+            E::MethodCall(m) => self.method_call(m),
+            E::Call(c) => self.call(c),
+            E::Macro(m) => self.mac(&m.mac),
+            E::Lit(l) => self.literal(&l.lit),
+            E::Path(p) => self.path(&p.path),
+            E::Field(f) => self.field(f),
+            E::Reference(r) => self.expr(&r.expr),
+            E::Paren(p) => self.expr(&p.expr),
+            E::Group(g) => self.expr(&g.expr),
+            E::Await(a) => self.expr(&a.base),
+            E::Cast(c) => self.expr(&c.expr),
+            E::Unary(u) => self.expr(&u.expr),
+            E::Try(t) => {
+                let before = self.seq;
+                let v = self.expr(&t.expr);
+                let owner = self.last_step.filter(|&s| s > before);
+                self.exit(&t.question_token, owner);
+                v
+            }
+            E::Return(r) => {
+                if let Some(x) = &r.expr {
+                    self.expr(x);
+                }
+                self.exit(r, None);
+                Value::None
+            }
+            E::Binary(b) => {
+                let (l, r) = (self.expr(&b.left), self.expr(&b.right));
+                match (l, r, &b.op) {
+                    (Value::Sql(a), Value::Sql(b), syn::BinOp::Add(_)) => Value::Sql(a.concat(b)),
+                    _ => Value::None,
+                }
+            }
+            E::If(i) => {
+                self.expr(&i.cond);
+                let from = self.flow(&i.cond);
+                self.in_branch_on(&from, |w| w.block(&i.then_branch));
+                if let Some((_, other)) = &i.else_branch {
+                    self.in_branch_on(&from, |w| w.expr(other));
+                }
+                Value::None
+            }
+            E::Match(m) => {
+                self.expr(&m.expr);
+                let from = self.flow(&m.expr);
+                for arm in &m.arms {
+                    self.in_branch_on(&from, |w| {
+                        if let Some((_, g)) = &arm.guard {
+                            w.expr(g);
+                        }
+                        w.expr(&arm.body);
+                    });
+                }
+                Value::None
+            }
+            E::ForLoop(f) => {
+                self.expr(&f.expr);
+                // The order the loop visits keys in: sorted if the collection was sorted first
+                // or is sorted on the way (`ids.sort()`, `.sorted()`, a `BTreeSet`).
+                let over = self.source_of(&f.expr);
+                let base = over
+                    .trim_start_matches(['&', '*'])
+                    .split(['.', ' '])
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                let sorted = over.contains("sort") || self.sorted.contains(&base);
+                let mut names = Vec::new();
+                collect_idents(&f.pat, &mut names);
+                let at = self.span(&f.expr);
+                self.in_branch(|w| {
+                    w.loops.push(Loop {
+                        branch: w.next_branch,
+                        vars: names,
+                        sorted,
+                        span: at,
+                    });
+                    w.block(&f.body)
+                });
+                Value::None
+            }
+            E::While(l) => {
+                self.expr(&l.cond);
+                self.in_branch(|w| w.block(&l.body));
+                Value::None
+            }
+            E::Loop(l) => {
+                self.in_branch(|w| w.block(&l.body));
+                Value::None
+            }
+            E::Block(syn::ExprBlock { block, .. })
+            | E::Async(syn::ExprAsync { block, .. })
+            | E::Unsafe(syn::ExprUnsafe { block, .. })
+            | E::TryBlock(syn::ExprTryBlock { block, .. }) => {
+                self.block(block);
+                Value::None
+            }
+            E::Closure(c) => {
+                // A closure may run any number of times, or not at all.
+                self.in_branch(|w| w.expr(&c.body));
+                Value::None
+            }
+            E::Let(l) => self.expr(&l.expr),
+            E::Assign(a) => {
+                let v = self.expr(&a.right);
+                let v = self.or_data(v, &a.right);
+                if let E::Path(p) = &*a.left
+                    && let Some(id) = p.path.get_ident()
+                {
+                    self.vars.insert(id.to_string(), v);
+                }
+                Value::None
+            }
+            E::Tuple(t) => {
+                let mut vals = self.exprs(&t.elems);
+                if vals.is_empty() {
+                    Value::None
+                } else {
+                    vals.swap_remove(0)
+                }
+            }
+            E::Array(a) => {
+                self.exprs(&a.elems);
+                Value::None
+            }
+            E::Struct(s) => {
+                for f in &s.fields {
+                    self.expr(&f.expr);
+                }
+                Value::None
+            }
+            E::Index(i) => {
+                self.expr(&i.expr);
+                self.expr(&i.index);
+                Value::None
+            }
+            E::Break(b) => {
+                if let Some(x) = &b.expr {
+                    self.expr(x);
+                }
+                Value::None
+            }
+            _ => Value::None,
+        }
+    }
+
+    pub(super) fn literal(&mut self, lit: &syn::Lit) -> Value {
+        let syn::Lit::Str(s) = lit else {
+            return Value::None;
+        };
+        let p = self.parsed();
+        let r = p.range(s);
+        let Some(text) = p.text.get(r.clone()) else {
+            return Value::None;
+        };
+        match lit::decode(text, r.start + p.shift) {
+            Some((text, map)) => Value::Sql(Sql {
+                file: p.id,
+                text,
+                map,
+                batch: false,
+                binds: Vec::new(),
+            }),
+            None => Value::None,
+        }
+    }
+
+    pub(super) fn path(&mut self, path: &syn::Path) -> Value {
+        let Some(last) = path.segments.last() else {
+            return Value::None;
+        };
+        let name = last.ident.to_string();
+        if path.segments.len() == 1
+            && let Some(v) = self.vars.get(&name)
+        {
+            return v.clone();
+        }
+        // A string constant of this file (or, if unique, of another).
+        let konst = self
+            .ix
+            .consts
+            .get(&(self.file, name.clone()))
+            .map(|e| (self.file, *e))
+            .or_else(|| {
+                let mut all = self.ix.consts.iter().filter(|((_, n), _)| *n == name);
+                match (all.next(), all.next()) {
+                    (Some(((f, _), e)), None) => Some((*f, *e)),
+                    _ => None,
+                }
+            });
+        if let Some((file, expr)) = konst {
+            let here = std::mem::replace(&mut self.file, file);
+            let v = self.sql_only(expr);
+            self.file = here;
+            return v;
+        }
+        Value::None
+    }
+
+    /// The SQL value of a constant's expression, without walking anything else.
+    pub(super) fn sql_only(&mut self, e: &syn::Expr) -> Value {
+        match e {
+            syn::Expr::Lit(l) => self.literal(&l.lit),
+            syn::Expr::Macro(m) => self.mac(&m.mac),
+            syn::Expr::Reference(r) => self.sql_only(&r.expr),
+            syn::Expr::Paren(p) => self.sql_only(&p.expr),
+            _ => Value::None,
+        }
+    }
+
+    /// `self.pool`, `state.db`: a handle by the field's declared type, or its name.
+    pub(super) fn field(&mut self, f: &syn::ExprField) -> Value {
+        let base = self.expr(&f.base);
+        let syn::Member::Named(name) = &f.member else {
+            return base;
+        };
+        let name = name.to_string();
+        if let Some(h) = self.field_sessions.get(&name) {
+            return Value::Handle(*h);
+        }
+        let kind = self
+            .ix
+            .fields
+            .get(&name)
+            .copied()
+            .or_else(|| types::of_variable_name(&name));
+        match kind {
+            Some(kind) => {
+                let h = self.handle_of_kind(kind);
+                self.field_sessions.insert(name, h);
+                Value::Handle(h)
+            }
+            None => Value::None,
+        }
+    }
+}
+
+/// Names bound by a pattern.
+fn collect_idents(pat: &syn::Pat, out: &mut Vec<String>) {
+    struct Idents<'o>(&'o mut Vec<String>);
+    impl<'a> Visit<'a> for Idents<'_> {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+        }
+    }
+    Idents(out).visit_pat(pat);
+}
