@@ -65,7 +65,7 @@ fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Di
             && s.facts
                 .reads
                 .iter()
-                .any(|t| rf.reads.contains(t) || rf.reads.iter().any(|x| x.name == t.name))
+                .any(|t| rf.reads.iter().any(|x| x.name == t.name))
     });
     if same_tx
         && (guarded
@@ -83,9 +83,7 @@ fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Di
     if wf.kind == StmtKind::Insert && cx.program.schema.unique_within(table, &inserted).is_some() {
         return None;
     }
-    let line = cx.program.files[r.step.span.file]
-        .line_col(r.step.span.start)
-        .line;
+    let line = cx.line(r.step.span);
     let mut message = format!(
         "this write depends on the {} at line {line} ({how}), but nothing stops another transaction from changing its answer in between",
         what(r.step)

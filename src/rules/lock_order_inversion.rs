@@ -6,7 +6,6 @@ use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
-use crate::source::Span;
 
 pub const RULE: Rule = Rule {
     name: "lock-order-inversion",
@@ -81,11 +80,6 @@ fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn at(cx: &Context, span: Span) -> String {
-    let f = &cx.program.files[span.file];
-    format!("{}:{}", f.display, f.line_col(span.start).line)
-}
-
 fn unit_name(g: &LockGraph, tx: usize) -> String {
     match &g.txs[tx].unit.name {
         Some(n) => format!("`{n}`"),
@@ -112,7 +106,7 @@ fn cycle_diagnostic(cx: &Context, g: &LockGraph, cycle: &[usize]) -> Diagnostic 
                 name(x.from),
                 name(x.to),
                 unit_name(g, x.tx),
-                at(cx, x.requested)
+                cx.at(x.requested)
             )
         })
         .collect();
@@ -171,7 +165,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
             if a_col != col || a_key == b_key {
                 continue;
             }
-            let line = cx.program.files[a.span.file].line_col(a.span.start).line;
+            let line = cx.line(a.span);
             let table = g.resources[b.resource].label();
             out.push(
                 Diagnostic::new(

@@ -81,9 +81,7 @@ fn diagnostic(
     strong: bool,
     same_tx: bool,
 ) -> Diagnostic {
-    let line = cx.program.files[r.step.span.file]
-        .line_col(r.step.span.start)
-        .line;
+    let line = cx.line(r.step.span);
     let col = &set.column;
     let mut message = if strong {
         format!("`{col}` is read at line {line} and written back without a lock or version check")

@@ -25,6 +25,22 @@ pub struct Context<'a> {
     pub config: &'a Config,
 }
 
+impl Context<'_> {
+    /// 1-based line of a span's start, for messages that point at another statement.
+    pub fn line(&self, span: crate::source::Span) -> usize {
+        self.program.files[span.file].line_col(span.start).line
+    }
+
+    /// `path:line` of a span's start.
+    pub fn at(&self, span: crate::source::Span) -> String {
+        format!(
+            "{}:{}",
+            self.program.files[span.file].display,
+            self.line(span)
+        )
+    }
+}
+
 pub struct Rule {
     pub name: &'static str,
     pub severity: Severity,

@@ -40,10 +40,6 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn line(cx: &Context, s: &Step) -> usize {
-    cx.program.files[s.span.file].line_col(s.span.start).line
-}
-
 fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
     step.facts
         .reads
@@ -94,7 +90,7 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
             format!(
                 "`{}` at line {} locks only rows that exist: when none matches, two transactions both find nothing and both insert into `{table}`{settle}",
                 lock.clause,
-                line(cx, l.step)
+                cx.line(l.step.span)
             ),
         )
         .note("inserted without a lock on the key")
@@ -156,7 +152,7 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         format!(
             "the `{}` on `{parent}` at line {} does not lock its `{child}` rows{fk}: writers of `{child}` do not take it, so rows matching `{}` can change between statements",
             lock.clause,
-            line(cx, l.step),
+            cx.line(l.step.span),
             state.join(" AND ")
         ),
     )
@@ -218,7 +214,7 @@ fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<
                 "this `{}` over `{set}` relies on the `{}` at line {}, which locks one row, not the set: concurrent writers change `{set}` and both invariants pass",
                 agg.step.facts.aggregates.join(", "),
                 lock.clause,
-                line(cx, l.step)
+                cx.line(l.step.span)
             ),
         )
         .note("the set is read without a lock")

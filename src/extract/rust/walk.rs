@@ -246,15 +246,9 @@ impl<'a, 'w> Walker<'a, 'w> {
     pub(super) fn bind(&mut self, pat: &syn::Pat, value: Value) {
         // Data spreads to every name of a destructuring pattern.
         if let Value::Data(flow) = &value {
-            struct Idents(Vec<String>);
-            impl<'a> Visit<'a> for Idents {
-                fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
-                    self.0.push(p.ident.to_string());
-                }
-            }
-            let mut idents = Idents(Vec::new());
-            idents.visit_pat(pat);
-            for name in idents.0 {
+            let mut names = Vec::new();
+            collect_idents(pat, &mut names);
+            for name in names {
                 self.vars.insert(name, Value::Data(flow.clone()));
             }
             return;
