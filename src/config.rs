@@ -45,8 +45,10 @@ pub enum RuleLevel {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqlConfig {
+    /// Unset: `script`, unless txlint recognises who runs the file (a migration tool that
+    /// wraps each file in a transaction, sqlc query files).
     #[serde(default)]
-    pub mode: SqlMode,
+    pub mode: Option<SqlMode>,
 }
 
 /// How the connection pool hands out sessions.
@@ -93,11 +95,12 @@ pub struct Override {
     matcher: Option<globset::GlobSet>,
 }
 
-/// How one `.sql` file is read.
+/// How one `.sql` file is read, as configured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileSettings {
     pub dialect: Dialect,
-    pub mode: SqlMode,
+    /// `None` when the configuration leaves it to txlint (see `extract::runners`).
+    pub mode: Option<SqlMode>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -117,6 +120,11 @@ pub struct Config {
     pub rust: RustConfig,
     #[serde(default)]
     pub pool_mode: PoolMode,
+    /// Run the core rules on test code too (`#[test]` functions, `#[cfg(test)]` modules, files
+    /// under `tests/` and `benches/`). Off by default: tests run one at a time on scratch
+    /// databases and sometimes provoke races on purpose.
+    #[serde(default)]
+    pub include_tests: bool,
     #[serde(default)]
     pub rules: BTreeMap<Spanned<String>, RuleLevel>,
     /// Settings for some `.sql` files (`[[overrides]]`); the last matching one wins.
@@ -219,25 +227,43 @@ impl Config {
         Ok(config)
     }
 
+    /// `path` relative to the configuration's folder, where globs apply (as given when the
+    /// configuration has no folder, or the file is outside it).
+    pub fn relative(&self, path: &Path) -> PathBuf {
+        if self.root.as_os_str().is_empty() {
+            return path.to_path_buf();
+        }
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        abs.strip_prefix(&self.root)
+            .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    }
+
     /// Dialect and `sql.mode` for a file: the defaults, then every matching override in order.
     pub fn settings_for(&self, path: &Path) -> FileSettings {
         let mut s = FileSettings {
             dialect: self.dialect,
             mode: self.sql.mode,
         };
-        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let rel = abs.strip_prefix(&self.root).unwrap_or(path);
+        let rel = self.relative(path);
         for o in &self.overrides {
-            if o.matcher.as_ref().is_some_and(|m| m.is_match(rel)) {
+            if o.matcher.as_ref().is_some_and(|m| m.is_match(&rel)) {
                 if let Some(d) = o.dialect {
                     s.dialect = d;
                 }
-                if let Some(sql) = &o.sql {
-                    s.mode = sql.mode;
+                if let Some(mode) = o.sql.as_ref().and_then(|sql| sql.mode) {
+                    s.mode = Some(mode);
                 }
             }
         }
         s
+    }
+
+    /// A file of test code: below a `tests` or `benches` folder (relative to the
+    /// configuration's folder).
+    pub fn is_test_path(&self, path: &Path) -> bool {
+        let rel = self.relative(path);
+        let mut folders = rel.components().rev().skip(1);
+        folders.any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches")
     }
 
     /// The severity a rule reports at, or `None` when it is turned off.
@@ -262,7 +288,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.dialect, Dialect::Mysql);
-        assert_eq!(c.sql.mode, SqlMode::Transaction);
+        assert_eq!(c.sql.mode, Some(SqlMode::Transaction));
         assert_eq!(c.rules.get("syntax-error"), Some(&RuleLevel::Off));
     }
 
@@ -278,21 +304,21 @@ mod tests {
             at("/app/db/a.sql"),
             FileSettings {
                 dialect: Dialect::Postgres,
-                mode: SqlMode::Script
+                mode: None
             }
         );
         assert_eq!(
             at("/app/migrations/1.sql"),
             FileSettings {
                 dialect: Dialect::Postgres,
-                mode: SqlMode::Transaction
+                mode: Some(SqlMode::Transaction)
             }
         );
         assert_eq!(
             at("/app/migrations/mysql/1.sql"),
             FileSettings {
                 dialect: Dialect::Mysql,
-                mode: SqlMode::Transaction
+                mode: Some(SqlMode::Transaction)
             }
         );
     }

@@ -42,6 +42,9 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// The statement containing `span`: a suppression comment above it applies too.
     pub statement: Option<Span>,
+    /// Call sites through which the code of `span` was reached (a helper walked in place from
+    /// a caller), outermost first.
+    pub calls: Vec<Span>,
 }
 
 impl Diagnostic {
@@ -55,6 +58,7 @@ impl Diagnostic {
             labels: Vec::new(),
             help: None,
             statement: None,
+            calls: Vec::new(),
         }
     }
 
@@ -79,5 +83,114 @@ impl Diagnostic {
     pub fn in_statement(mut self, statement: Span) -> Self {
         self.statement = Some(statement);
         self
+    }
+
+    /// The finding is about this statement: its span, and the calls that reached it.
+    pub fn in_step(mut self, step: &crate::model::Step) -> Self {
+        self.statement = Some(step.span);
+        self.calls.clone_from(&step.calls);
+        self
+    }
+}
+
+/// Call sites shown as labels on a finding reached from several callers; the rest are counted.
+const CALL_LABELS: usize = 3;
+
+/// One diagnostic per rule and primary span. `diagnostics` is sorted by span and rule, so
+/// repeats are adjacent: a helper walked in place from N callers gives its finding once, with
+/// the call sites as labels ("called from here", the last with "and N more"), and the labels of
+/// the repeats folded in.
+pub fn merge_repeats(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
+    let mut calls: Vec<Vec<Span>> = Vec::new();
+    for d in diagnostics {
+        match out.last_mut() {
+            Some(last) if last.rule == d.rule && last.span == d.span => {
+                for l in d.labels {
+                    if !last.labels.contains(&l) {
+                        last.labels.push(l);
+                    }
+                }
+                if let (Some(&c), Some(seen)) = (d.calls.first(), calls.last_mut())
+                    && !seen.contains(&c)
+                {
+                    seen.push(c);
+                }
+            }
+            _ => {
+                calls.push(d.calls.first().copied().into_iter().collect());
+                out.push(d);
+            }
+        }
+    }
+    for (d, sites) in out.iter_mut().zip(calls) {
+        if sites.len() < 2 {
+            continue;
+        }
+        let shown = sites.len().min(CALL_LABELS);
+        for (i, &site) in sites.iter().take(shown).enumerate() {
+            let more = sites.len() - shown;
+            let message = if i + 1 == shown && more > 0 {
+                format!("called from here (and {more} more)")
+            } else {
+                "called from here".to_string()
+            };
+            d.labels.push(Label {
+                span: site,
+                message,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(span: std::ops::Range<usize>, call: Option<usize>, label: usize) -> Diagnostic {
+        Diagnostic {
+            rule: "lost-update",
+            severity: Severity::Error,
+            message: "m".into(),
+            span: Span::new(0, span),
+            note: None,
+            labels: vec![Label {
+                span: Span::new(0, label..label + 1),
+                message: "read here".into(),
+            }],
+            help: None,
+            statement: None,
+            calls: call.map(|c| Span::new(1, c..c + 1)).into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn repeats_become_one_with_call_sites() {
+        let merged = merge_repeats(vec![
+            d(0..1, Some(10), 5),
+            d(0..1, Some(20), 5),
+            d(0..1, Some(30), 6),
+            d(0..1, Some(40), 5),
+            d(0..1, Some(20), 5),
+            d(2..3, None, 5),
+        ]);
+        assert_eq!(merged.len(), 2);
+        let labels: Vec<(usize, &str)> = merged[0]
+            .labels
+            .iter()
+            .map(|l| (l.span.start, l.message.as_str()))
+            .collect();
+        assert_eq!(
+            labels,
+            vec![
+                (5, "read here"),
+                (6, "read here"),
+                (10, "called from here"),
+                (20, "called from here"),
+                (30, "called from here (and 1 more)"),
+            ]
+        );
+        assert!(merged[1].labels.iter().all(|l| l.message == "read here"));
     }
 }

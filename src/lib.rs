@@ -92,7 +92,13 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     let sql: Vec<usize> = (0..program.files.len())
         .filter(|&i| !is_rust(&program.files[i]))
         .collect();
-    let mut extracted = extract_sql_parallel(&program.files, &sql, config);
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let sql_paths: Vec<PathBuf> = sql
+        .iter()
+        .map(|&i| absolute(&program.files[i].path))
+        .collect();
+    let sqlc = extract::runners::sqlc_queries(&sql_paths);
+    let mut extracted = extract_sql_parallel(&program.files, &sql, config, &sqlc);
     if !rust.is_empty() {
         extracted.push(extract::rust::extract(&mut program.files, &rust, config));
     }
@@ -100,8 +106,10 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         .iter()
         .flat_map(|x| x.embedded.iter().copied())
         .collect();
+    let mut routines = Vec::new();
     for x in extracted {
         stats += x.stats;
+        routines.extend(x.routines);
         diagnostics.extend(
             x.failures
                 .iter()
@@ -114,6 +122,28 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     program
         .units
         .retain(|u| !(u.kind == model::UnitKind::Script && embedded.contains(&u.span.file)));
+    for unit in &mut program.units {
+        unit.test |= config.is_test_path(&program.files[unit.span.file].path);
+    }
+    let superseded: std::collections::HashMap<Span, Span> =
+        extract::superseded(&routines).into_iter().collect();
+    for unit in std::mem::take(&mut program.units) {
+        let gone = (unit.kind == model::UnitKind::Routine)
+            .then(|| superseded.get(&unit.span))
+            .flatten();
+        let skip = match gone {
+            Some(&by) if routines.iter().any(|e| e.span == by && e.dropped) => {
+                Some(model::Skip::Dropped(by))
+            }
+            Some(&by) => Some(model::Skip::Replaced(by)),
+            None if unit.test && !config.include_tests => Some(model::Skip::Test),
+            None => None,
+        };
+        match skip {
+            Some(why) => program.skipped.push((unit, why)),
+            None => program.units.push(unit),
+        }
+    }
     program.schema = model::schema::Schema::build(&program.units);
     let cx = rules::Context {
         program: &program,
@@ -142,8 +172,7 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         },
     );
     sort(&mut diagnostics);
-    // A helper walked from several callers can give the same finding more than once.
-    diagnostics.dedup_by(|a, b| a.rule == b.rule && a.span == b.span && a.message == b.message);
+    let diagnostics = diagnostic::merge_repeats(diagnostics);
     Run {
         program,
         diagnostics,
@@ -158,35 +187,29 @@ fn extract_sql_parallel(
     files: &[SourceFile],
     ids: &[usize],
     config: &Config,
+    sqlc: &[PathBuf],
 ) -> Vec<extract::Extracted> {
+    let one = |id: usize| {
+        let f = &files[id];
+        let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
+        let runner = extract::runners::detect(&abs, &f.text, sqlc);
+        extract::sql::extract(id, &f.text, config.settings_for(&f.path), runner)
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
     if threads == 1 || ids.len() < 2 {
-        return ids
-            .iter()
-            .map(|&id| {
-                extract::sql::extract(id, &files[id].text, config.settings_for(&files[id].path))
-            })
-            .collect();
+        return ids.iter().map(|&id| one(id)).collect();
     }
     let mut done: Vec<(usize, extract::Extracted)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
+                let one = &one;
                 scope.spawn(move || {
                     ids.iter()
                         .skip(t)
                         .step_by(threads)
-                        .map(|&id| {
-                            (
-                                id,
-                                extract::sql::extract(
-                                    id,
-                                    &files[id].text,
-                                    config.settings_for(&files[id].path),
-                                ),
-                            )
-                        })
+                        .map(|&id| (id, one(id)))
                         .collect::<Vec<_>>()
                 })
             })

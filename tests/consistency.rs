@@ -81,3 +81,22 @@ fn rule_index_is_generated() {
         "regenerate with `cargo run -- rules --markdown > docs/rules.md`"
     );
 }
+
+#[test]
+fn the_configuration_page_is_a_configuration_that_loads() {
+    let doc = std::fs::read_to_string("docs/configuration.md").unwrap();
+    let block = doc
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a toml block in docs/configuration.md");
+    let config = txlint::config::Config::parse(block)
+        .unwrap_or_else(|(line, e)| panic!("docs/configuration.md block, line {line:?}: {e}"));
+    assert_eq!(config.pool_mode, txlint::config::PoolMode::Session);
+    assert!(!config.include_tests);
+    assert_eq!(
+        config.sql.mode, None,
+        "the sample leaves sql.mode to txlint"
+    );
+    assert_eq!(config.overrides.len(), 3);
+}

@@ -4,7 +4,9 @@
 //! compared with `<file>.snap` (`TXLINT_BLESS=1 cargo test --test fixtures` rewrites the
 //! snapshots after a deliberate change; review them before committing).
 //! `-- fixture-config: <toml line>` lines form the config. A folder inside a rule's fixtures is
-//! one run over all its files (findings across files), with its snapshot in `<folder>.snap`.
+//! one run over all its files, subfolders included (findings across files, migrations laid out
+//! as their tools lay them out), with its snapshot in `<folder>.snap`; a folder named `valid_*`
+//! must give nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -23,11 +25,8 @@ fn cases() -> Vec<(Vec<PathBuf>, PathBuf)> {
         for f in std::fs::read_dir(&dir).expect("fixture folder") {
             let f = f.expect("entry").path();
             if f.is_dir() {
-                let mut files: Vec<PathBuf> = std::fs::read_dir(&f)
-                    .expect("fixture run folder")
-                    .map(|e| e.expect("entry").path())
-                    .filter(|p| is_source(p))
-                    .collect();
+                let mut files = Vec::new();
+                sources_below(&f, &mut files);
                 files.sort();
                 cases.push((files, PathBuf::from(format!("{}.snap", f.display()))));
             } else if is_source(&f) {
@@ -38,6 +37,17 @@ fn cases() -> Vec<(Vec<PathBuf>, PathBuf)> {
     }
     cases.sort();
     cases
+}
+
+fn sources_below(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("fixture folder") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            sources_below(&p, out);
+        } else if is_source(&p) {
+            out.push(p);
+        }
+    }
 }
 
 /// (file, line, rule) written in the files.
@@ -99,12 +109,13 @@ fn check(paths: &[PathBuf], snap: &Path) -> Result<(), String> {
         .collect();
     got.sort();
     let want = expectations(&texts);
-    let valid = paths.iter().all(|p| {
+    let valid_name = |p: &Path| {
         p.file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("valid_")
-    });
+            .is_some_and(|n| n.to_string_lossy().starts_with("valid_"))
+    };
+    let case_folder = snap.with_extension("");
+    let valid =
+        (case_folder.is_dir() && valid_name(&case_folder)) || paths.iter().all(|p| valid_name(p));
     if valid && !want.is_empty() {
         return Err(format!("{name}: a valid_ fixture cannot expect findings"));
     }

@@ -245,3 +245,121 @@ fn query_file_reads_relative_to_the_manifest() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn alternatives_failed_arms_exit_kinds_and_call_sites() {
+    let src = r#"
+async fn f(pool: &PgPool, up: bool) -> anyhow::Result<()> {
+    let mut conn = pool.acquire().await?;
+    if up {
+        sqlx::query("UPDATE a SET n = 1").execute(&mut *conn).await?;
+    } else {
+        sqlx::query("UPDATE b SET n = 1").execute(&mut *conn).await?;
+    }
+    let lock = sqlx::query("SELECT pg_advisory_lock(1)").execute(&mut *conn).await;
+    if let Err(e) = lock {
+        return Err(e.into());
+    }
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM c").fetch_one(&mut *conn).await?;
+    anyhow::ensure!(n < 3, "too many");
+    helper(&mut conn).await;
+    Ok(())
+}
+async fn helper(conn: &mut PoolConnection<Postgres>) {
+    sqlx::query("UPDATE d SET n = 1").execute(&mut **conn).await;
+}
+"#;
+    let u = units(src, "");
+    let f = unit(&u, "f");
+    let s = steps(f);
+    let (a, b) = (&s[0].1, &s[1].1);
+    assert!(
+        f.exclusive(&a.branch, &b.branch),
+        "if/else arms exclude each other"
+    );
+    let lock = &s[2].1;
+    // `if let Err(e) = lock` is taken when the lock statement failed.
+    let failed: Vec<_> = f.conditions.iter().filter(|c| c.failed).collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].from, vec![lock.seq]);
+    // `?` propagates; `return` and `ensure!` leave on a decision, the latter on the count.
+    use txlint::model::ExitKind::*;
+    let kinds: Vec<_> = f.exits.iter().map(|e| e.kind).collect();
+    assert!(kinds.contains(&Propagate) && kinds.iter().filter(|k| **k == Return).count() == 2);
+    let count = &s[3].1;
+    let ensure = f.exits.iter().rfind(|e| e.kind == Return).unwrap();
+    assert!(
+        f.conditions
+            .iter()
+            .any(|c| ensure.branch.contains(&c.branch) && c.from.contains(&count.seq))
+    );
+    // The helper's statement is reached through the call in `f`.
+    let d = &s[4].1;
+    assert_eq!(d.facts.writes[0].name, "d");
+    assert_eq!(d.calls.len(), 1);
+    assert!(a.calls.is_empty());
+}
+
+#[test]
+fn a_bare_string_to_sqlx_is_one_simple_query_message() {
+    let src = r#"
+async fn f(conn: &mut PgConnection) {
+    conn.execute("SELECT pg_advisory_xact_lock(1); UPDATE a SET n = 1").await;
+    sqlx::query("SELECT pg_advisory_xact_lock(2)").execute(&mut *conn).await;
+    sqlx::query("UPDATE b SET n = 1").execute(&mut *conn).await;
+}
+"#;
+    let u = units(src, "");
+    assert_eq!(
+        shape(unit(&u, "f")),
+        vec![
+            (Scope::Message, Executor::Connection, 2),
+            (Scope::Autocommit, Executor::Connection, 1),
+            (Scope::Autocommit, Executor::Connection, 1),
+        ]
+    );
+}
+
+#[test]
+fn test_code_is_set_aside() {
+    let src = r#"
+async fn helper(pool: &PgPool) {
+    sqlx::query("UPDATE a SET n = 1").execute(pool).await;
+}
+#[tokio::test]
+async fn t() {
+    helper(&pool()).await;
+}
+#[cfg(test)]
+mod tests {
+    async fn setup(pool: &PgPool) {
+        sqlx::query("UPDATE b SET n = 1").execute(pool).await;
+    }
+}
+"#;
+    let run = txlint::check_source("lib.rs", src, &Config::default());
+    // The helper only a test calls is analysed on its own; the test code is set aside.
+    let names: Vec<_> = run
+        .program
+        .units
+        .iter()
+        .filter_map(|u| u.name.as_deref())
+        .collect();
+    assert_eq!(names, vec!["helper"]);
+    let skipped: Vec<_> = run
+        .program
+        .skipped
+        .iter()
+        .map(|(u, why)| (u.name.as_deref(), *why))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            (Some("t"), txlint::model::Skip::Test),
+            (Some("setup"), txlint::model::Skip::Test)
+        ]
+    );
+    let config = Config::parse("include_tests = true").unwrap();
+    let run = txlint::check_source("lib.rs", src, &config);
+    assert!(run.program.skipped.is_empty());
+}

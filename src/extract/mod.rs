@@ -1,5 +1,6 @@
 //! Front-ends: text of one kind of file -> units of the model.
 
+pub mod runners;
 pub mod rust;
 pub mod session;
 pub mod sql;
@@ -62,6 +63,7 @@ impl Front<'_> {
             branch: Vec::new(),
             via: None,
             inputs: Vec::new(),
+            calls: Vec::new(),
         }
     }
 }
@@ -75,7 +77,42 @@ pub struct Extracted {
     /// SQL files sent by host code (`include_str!`, `query_file!`): they are query files of
     /// that code, not scripts of their own.
     pub embedded: std::collections::BTreeSet<FileId>,
+    /// `CREATE FUNCTION|PROCEDURE` and `DROP FUNCTION|PROCEDURE` statements, in file order: a
+    /// routine replaced or dropped later in the run (a later migration) is no longer live.
+    pub routines: Vec<RoutineEvent>,
     pub stats: Stats,
+}
+
+/// A routine created or dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutineEvent {
+    pub name: String,
+    /// Number of parameters, where the statement lists them (overloads differ in it).
+    pub arity: Option<usize>,
+    /// The `CREATE` or `DROP` statement.
+    pub span: Span,
+    pub dropped: bool,
+}
+
+/// Units of routines that a later `CREATE OR REPLACE` or `DROP` in the run supersedes, with the
+/// statement that does: `events` in file order (files sorted by path, as migrations apply).
+pub fn superseded(events: &[RoutineEvent]) -> Vec<(Span, Span)> {
+    // From the end: the events after each one, latest first, by name.
+    let mut after: std::collections::HashMap<&str, Vec<(Option<usize>, Span)>> =
+        std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for e in events.iter().rev() {
+        let later = after.entry(e.name.as_str()).or_default();
+        if !e.dropped
+            && let Some((_, by)) = later
+                .iter()
+                .find(|(a, _)| a.is_none() || e.arity.is_none() || *a == e.arity)
+        {
+            out.push((e.span, *by));
+        }
+        later.push((e.arity, e.span));
+    }
+    out
 }
 
 /// Counts for the closing summary and for measurements.

@@ -1,8 +1,11 @@
 //! `.sql` files: a script (or one transaction, or loose statements, as `sql.mode` says), plus a
 //! unit for every routine body and `DO` block in it.
 
+use std::collections::{BTreeSet, HashMap};
+
+use super::runners::{self, Detected};
 use super::session::SessionWalker;
-use super::{Extracted, Front, parser_dialect};
+use super::{Extracted, Front, RoutineEvent, parser_dialect};
 use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
 use crate::parse::lex::{Kind, Token};
@@ -10,8 +13,15 @@ use crate::parse::split::{RawStatement, split};
 use crate::parse::{plpgsql, split as splitter};
 use crate::source::{FileId, OffsetMap, Span};
 
-/// Read one `.sql` file.
-pub fn extract(file: FileId, text: &str, settings: FileSettings) -> Extracted {
+/// Read one `.sql` file; `runner` is who runs it, if txlint could tell (see [`runners`]).
+///
+/// [`runners`]: super::runners
+pub fn extract(
+    file: FileId,
+    text: &str,
+    settings: FileSettings,
+    runner: Option<Detected>,
+) -> Extracted {
     let parser = parser_dialect(settings.dialect);
     let mut x = Front {
         file,
@@ -21,36 +31,62 @@ pub fn extract(file: FileId, text: &str, settings: FileSettings) -> Extracted {
     };
     let map = OffsetMap::shifted(0);
     let statements = split(text, settings.dialect, true).statements;
-    let mut script = SessionWalker::script(settings.mode);
+    let mut steps = Vec::with_capacity(statements.len());
     for (seq, stmt) in statements.iter().enumerate() {
         let mut step = x.step(text, &map, stmt, Vec::new());
         step.seq = seq;
         step.session = Some(0);
         x.bodies(text, stmt, &step.facts);
-        script.push(step, stmt.message);
+        for (name, arity) in dropped_routines(text, &stmt.tokens) {
+            x.out.routines.push(RoutineEvent {
+                name,
+                arity,
+                span: step.span,
+                dropped: true,
+            });
+        }
+        steps.push((step, stmt.message));
     }
-    let kind = match settings.mode {
+    // The configuration decides; else the runner txlint recognised; else a psql script.
+    let mut runner = runner.filter(|_| settings.mode.is_none());
+    let mode = settings
+        .mode
+        .or(runner.map(|r| r.mode))
+        .unwrap_or(SqlMode::Script);
+    let mut transactions = group(&steps, mode);
+    let lock_outside = |txs: &[Transaction]| {
+        txs.iter().any(|t| {
+            t.scope.is_autocommit() && t.steps.iter().any(|s| s.facts.table_lock.is_some())
+        })
+    };
+    if settings.mode.is_none() && runner.is_none() && lock_outside(&transactions) {
+        let wrapped = runners::wrapped_by_lock_table();
+        transactions = group(&steps, wrapped.mode);
+        runner = Some(wrapped);
+    }
+    let kind = match mode {
         SqlMode::Statements => UnitKind::QueryFile,
         _ => UnitKind::Script,
     };
-    x.out.units.insert(
-        0,
-        Unit {
-            kind,
-            name: None,
-            span: Span::new(file, 0..text.len()),
-            transactions: script.finish(),
-            exits: Vec::new(),
-            conditions: Vec::new(),
-            loops: Vec::new(),
-            sessions: vec![Session {
-                id: 0,
-                kind: Executor::Session,
-                acquired: None,
-            }],
-        },
-    );
+    let mut unit = Unit::new(kind, None, Span::new(file, 0..text.len()));
+    unit.transactions = transactions;
+    unit.runner = runner.map(|r| r.runner);
+    unit.sessions = vec![Session {
+        id: 0,
+        kind: Executor::Session,
+        acquired: None,
+    }];
+    x.out.units.insert(0, unit);
     x.out
+}
+
+/// The file's statements grouped into transactions as `mode` runs them.
+fn group(steps: &[(Step, usize)], mode: SqlMode) -> Vec<Transaction> {
+    let mut script = SessionWalker::script(mode);
+    for (step, message) in steps {
+        script.push(step.clone(), *message);
+    }
+    script.finish()
 }
 
 impl Front<'_> {
@@ -58,7 +94,18 @@ impl Front<'_> {
     fn bodies(&mut self, src: &str, stmt: &RawStatement, facts: &Facts) {
         let (kind, name) = match facts.kind {
             StmtKind::Do => (UnitKind::DoBlock, None),
-            StmtKind::CreateRoutine => (UnitKind::Routine, routine_name(src, &stmt.tokens)),
+            StmtKind::CreateRoutine => {
+                let name = routine_name(src, &stmt.tokens);
+                if let Some((name, arity)) = &name {
+                    self.out.routines.push(RoutineEvent {
+                        name: name.clone(),
+                        arity: *arity,
+                        span: Span::new(self.file, stmt.range.clone()),
+                        dropped: false,
+                    });
+                }
+                (UnitKind::Routine, name.map(|(n, _)| n))
+            }
             _ => return,
         };
         let t = &stmt.tokens;
@@ -118,18 +165,74 @@ impl Front<'_> {
                 tx.steps.push(step);
             }
         };
+        let mut unit = Unit::new(kind, name, Span::new(self.file, stmt.range.clone()));
         match language.as_str() {
             "plpgsql" => {
                 let parsed = plpgsql::read_body(&body, self.dialect);
                 let mut known: Vec<String> = parsed.declared.clone();
                 known.extend(routine_params(src, &stmt.tokens));
-                for (seq, s) in parsed.statements.iter().enumerate() {
+                known.push("found".to_string());
+                // The statements each variable's value comes from, and each statement's.
+                let mut sources: HashMap<String, BTreeSet<usize>> = HashMap::new();
+                let mut of_step: HashMap<usize, BTreeSet<usize>> = HashMap::new();
+                for s in &parsed.statements {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
-                    step.seq = seq;
+                    step.seq = s.seq;
+                    step.branch = s.branch.clone();
                     step.facts.uses = variables_used(&body, &s.raw.tokens, &known);
+                    let mut from: BTreeSet<usize> = step
+                        .facts
+                        .uses
+                        .iter()
+                        .filter_map(|u| sources.get(u))
+                        .flatten()
+                        .copied()
+                        .collect();
+                    // A SQL statement (not a condition or an assignment, which PL/pgSQL
+                    // evaluates as `SELECT <expression>`) sets FOUND.
+                    let queries = !step.facts.reads.is_empty() || !step.facts.writes.is_empty();
+                    if queries {
+                        from.insert(step.seq);
+                    }
+                    for a in &step.facts.assigns {
+                        sources.insert(a.clone(), from.clone());
+                    }
+                    if queries && s.raw.prefix == 0 {
+                        sources.insert("found".to_string(), from.clone());
+                    }
+                    of_step.insert(step.seq, from);
                     known.extend(s.assigns.iter().cloned());
                     push(step, &mut txs, &mut tx);
                 }
+                unit.conditions = parsed
+                    .conditions
+                    .iter()
+                    .map(|c| Condition {
+                        branch: c.arm,
+                        from: c
+                            .from
+                            .iter()
+                            .filter_map(|s| of_step.get(s))
+                            .flatten()
+                            .copied()
+                            .collect::<BTreeSet<_>>()
+                            .into_iter()
+                            .collect(),
+                        failed: false,
+                    })
+                    .collect();
+                unit.exits = parsed
+                    .exits
+                    .iter()
+                    .map(|e| Exit {
+                        seq: e.seq,
+                        span: Span::new(self.file, map.host_range(e.range.clone())),
+                        owner: None,
+                        branch: e.branch.clone(),
+                        kind: ExitKind::Return,
+                    })
+                    .collect();
+                unit.choices = parsed.choices;
             }
             "sql" => {
                 let statements = splitter::split(&body, self.dialect, false).statements;
@@ -144,35 +247,97 @@ impl Front<'_> {
         if !tx.steps.is_empty() || txs.is_empty() {
             txs.push(tx);
         }
-        self.out.units.push(Unit {
-            kind,
-            name,
-            span: Span::new(self.file, stmt.range.clone()),
-            transactions: txs,
-            exits: Vec::new(),
-            conditions: Vec::new(),
-            loops: Vec::new(),
-            sessions: Vec::new(),
-        });
+        unit.transactions = txs;
+        self.out.units.push(unit);
     }
 }
 
-fn routine_name(src: &str, t: &[Token]) -> Option<String> {
+/// `DROP FUNCTION|PROCEDURE|ROUTINE [IF EXISTS] a(int), b [CASCADE]`: the names dropped, with
+/// the number of parameters where they are listed.
+fn dropped_routines(src: &str, t: &[Token]) -> Vec<(String, Option<usize>)> {
+    let mut names = Vec::new();
+    if !(t.first().is_some_and(|w| w.is(src, "drop"))
+        && t.get(1).is_some_and(|w| {
+            w.is(src, "function") || w.is(src, "procedure") || w.is(src, "routine")
+        }))
+    {
+        return names;
+    }
+    let mut i = 2;
+    if t.get(i).is_some_and(|w| w.is(src, "if")) {
+        i += 2;
+    }
+    let mut depth = 0usize;
+    let mut expect_name = true;
+    while let Some(tok) = t.get(i) {
+        if tok.is_punct(src, "(") {
+            depth += 1;
+        } else if tok.is_punct(src, ")") {
+            depth = depth.saturating_sub(1);
+        } else if depth == 0 && tok.is_punct(src, ",") {
+            expect_name = true;
+        } else if depth == 0
+            && expect_name
+            && let Some((name, next)) = routine_name_at(src, t, i)
+        {
+            names.push((name, arity(src, t, next)));
+            i = next;
+            expect_name = false;
+            continue;
+        }
+        i += 1;
+    }
+    names
+}
+
+/// The number of parameters in the list that opens at token `open`, if one does.
+fn arity(src: &str, t: &[Token], open: usize) -> Option<usize> {
+    if !t.get(open)?.is_punct(src, "(") {
+        return None;
+    }
+    let (mut depth, mut commas, mut empty) = (0usize, 0, true);
+    for tok in &t[open..] {
+        if tok.is_punct(src, "(") {
+            depth += 1;
+        } else if tok.is_punct(src, ")") {
+            depth -= 1;
+            if depth == 0 {
+                return Some(if empty { 0 } else { commas + 1 });
+            }
+        } else if depth == 1 && tok.is_punct(src, ",") {
+            commas += 1;
+        } else if depth == 1 {
+            empty = false;
+        }
+    }
+    None
+}
+
+/// The name of the routine a `CREATE FUNCTION|PROCEDURE` defines, and its number of parameters.
+fn routine_name(src: &str, t: &[Token]) -> Option<(String, Option<usize>)> {
     let i = t
         .iter()
         .position(|t| t.is(src, "function") || t.is(src, "procedure"))?;
+    routine_name_at(src, t, i + 1).map(|(name, next)| (name, arity(src, t, next)))
+}
+
+/// A possibly qualified routine name at token `i` (its last component, lower case unless
+/// quoted) and the index after it.
+fn routine_name_at(src: &str, t: &[Token], mut i: usize) -> Option<(String, usize)> {
     let mut name = None;
-    let mut j = i + 1;
-    while let Some(tok) = t.get(j) {
-        match tok.kind {
-            Kind::Word => name = Some(tok.text(src).to_ascii_lowercase()),
-            Kind::QuotedIdent => name = Some(tok.text(src).trim_matches('"').to_string()),
-            _ if tok.is_punct(src, ".") => {}
+    while let Some(tok) = t.get(i) {
+        name = Some(match tok.kind {
+            Kind::Word => tok.text(src).to_ascii_lowercase(),
+            Kind::QuotedIdent => tok.text(src).trim_matches('"').to_string(),
             _ => break,
+        });
+        i += 1;
+        if !t.get(i).is_some_and(|d| d.is_punct(src, ".")) {
+            break;
         }
-        j += 1;
+        i += 1;
     }
-    name
+    name.map(|n| (n, i))
 }
 
 /// Names of a routine's parameters: `(acct int, OUT total numeric, int)` gives `acct`, `total`.
@@ -272,7 +437,7 @@ mod tests {
             dialect: config.dialect,
             mode: config.sql.mode,
         };
-        extract(0, text, settings).units
+        extract(0, text, settings, None).units
     }
 
     fn shape(u: &Unit) -> Vec<(Scope, Isolation, usize)> {

@@ -27,8 +27,13 @@ pub struct Facts {
     pub sets: Vec<SetItem>,
     /// `col = value` conjuncts of the `WHERE` clause (from the AST).
     pub filters: Vec<Pred>,
+    /// The `WHERE` clause has conditions besides `filters` (ranges, `OR`, functions, ...).
+    pub other_conditions: bool,
     /// `ORDER BY` at the statement's top level (a deterministic lock order for a row set).
     pub ordered: bool,
+    /// Computes values in key order (`LEAST(..)`, `GREATEST(..)`): keys assigned from it are
+    /// sorted.
+    pub orders: bool,
     /// Selects its rows from a set of keys: `= ANY(..)`, `IN (..)`, `unnest(..)`.
     pub key_set: bool,
     /// `INSERT ... ON CONFLICT ... DO UPDATE` (MySQL `ON DUPLICATE KEY UPDATE`): locks the
@@ -154,6 +159,9 @@ pub struct RowLock {
     pub of: Vec<String>,
     pub wait: LockWait,
     pub span: Span,
+    /// The query the clause belongs to has an `ORDER BY` (at the clause's own level, say inside
+    /// a CTE): rows are locked in that order.
+    pub ordered: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -66,13 +66,13 @@ pub struct LockGraph<'p> {
     pub cycles: Vec<Vec<usize>>,
 }
 
-/// The `$n` of an advisory key replaced by the host expression bound to it.
+/// The `$n` of an advisory key replaced by the host value bound to it (as messages show it).
 fn key_text(key: &str, step: &Step) -> String {
     let mut k = key.to_string();
     let mut inputs: Vec<&Input> = step.inputs.iter().collect();
     inputs.sort_by_key(|i| std::cmp::Reverse(i.param));
     for i in inputs {
-        k = k.replace(&format!("${}", i.param), &i.text);
+        k = k.replace(&format!("${}", i.param), &i.shown());
     }
     k
 }
@@ -134,6 +134,7 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
                 .map(|t| (Resource::Table(t.name.clone()), t.span)),
         );
     }
+    out.retain(|(r, _)| !matches!(r, Resource::Table(t) if is_hole(t)));
     out
 }
 
@@ -141,7 +142,7 @@ pub fn build(program: &Program) -> LockGraph<'_> {
     let mut g = LockGraph::default();
     let mut ids: HashMap<Resource, usize> = HashMap::new();
     let mut seen: HashMap<(usize, usize, usize), ()> = HashMap::new();
-    for unit in &program.units {
+    for unit in program.units.iter().filter(|u| !u.runs_once()) {
         for tx in &unit.transactions {
             if tx.scope == Scope::Unknown {
                 continue;
@@ -152,8 +153,8 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                 tx,
                 acquisitions: Vec::new(),
             };
-            // Resources held, with where each was first taken.
-            let mut held: Vec<(usize, Span)> = Vec::new();
+            // Resources held, with where each was first taken and by which statement.
+            let mut held: Vec<(usize, Span, &Step)> = Vec::new();
             for step in &tx.steps {
                 for (resource, span) in acquisitions(step) {
                     let next = ids.len();
@@ -166,10 +167,14 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                         span,
                         step,
                     });
-                    if held.iter().any(|(h, _)| *h == r) {
+                    if held.iter().any(|(h, ..)| *h == r) {
                         continue;
                     }
-                    for (i, &(h, at)) in held.iter().enumerate() {
+                    for (i, &(h, at, by)) in held.iter().enumerate() {
+                        // Alternative arms (`IF ... ELSE`) never hold one while taking the other.
+                        if unit.exclusive(&by.branch, &step.branch) {
+                            continue;
+                        }
                         if seen.insert((h, r, t), ()).is_none() {
                             g.edges.push(Edge {
                                 from: h,
@@ -177,11 +182,11 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                                 tx: t,
                                 held: at,
                                 requested: span,
-                                gates: held[..i].iter().map(|(x, _)| *x).collect(),
+                                gates: held[..i].iter().map(|(x, ..)| *x).collect(),
                             });
                         }
                     }
-                    held.push((r, span));
+                    held.push((r, span, step));
                 }
             }
             g.txs.push(locks);

@@ -17,8 +17,21 @@ use crate::source::{SourceFile, Span};
 pub struct Program {
     pub files: Vec<SourceFile>,
     pub units: Vec<Unit>,
+    /// Units the core rules do not analyse, and why.
+    pub skipped: Vec<(Unit, Skip)>,
     /// Tables and keys the run's SQL declares.
     pub schema: schema::Schema,
+}
+
+/// Why the core rules skip a unit (`txlint model` shows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// Test code (see [`Unit::test`]), unless `include_tests = true`.
+    Test,
+    /// A routine that a later `CREATE OR REPLACE` (here) redefines.
+    Replaced(Span),
+    /// A routine that a later `DROP FUNCTION|PROCEDURE` (here) removes.
+    Dropped(Span),
 }
 
 /// A piece of code whose statements run in order: a script, a routine body, a `DO` block.
@@ -29,14 +42,82 @@ pub struct Unit {
     pub name: Option<String>,
     pub span: Span,
     pub transactions: Vec<Transaction>,
-    /// Early exits in host code (`?`, `return`), in program order with the steps.
+    /// Early exits (`?`, `return`, `RAISE EXCEPTION`), in program order with the steps.
     pub exits: Vec<Exit>,
     /// The database sessions this unit's steps run on (see [`Step::session`]).
     pub sessions: Vec<Session>,
-    /// Branch arms taken on a condition computed from query results (host code).
+    /// Branch arms taken on a condition computed from query results.
     pub conditions: Vec<Condition>,
     /// Loops of host code over collections (the body is a branch arm).
     pub loops: Vec<Loop>,
+    /// Groups of branch arms of which one run takes at most one: the arms of one `if`/`else`,
+    /// `match`, PL/pgSQL `IF`/`ELSIF`/`ELSE` or `CASE`.
+    pub choices: Vec<Vec<usize>>,
+    /// Test code (`#[test]`, `#[cfg(test)]`, files under `tests/` or `benches/`): the core rules
+    /// skip it unless `include_tests = true`.
+    pub test: bool,
+    /// The `.sql` file is a migration that a runner applies once per database (see
+    /// [`Runner`]); its own statements do not race with another run of themselves.
+    pub runner: Option<Runner>,
+}
+
+impl Unit {
+    pub fn new(kind: UnitKind, name: Option<String>, span: Span) -> Self {
+        Unit {
+            kind,
+            name,
+            span,
+            transactions: Vec::new(),
+            exits: Vec::new(),
+            sessions: Vec::new(),
+            conditions: Vec::new(),
+            loops: Vec::new(),
+            choices: Vec::new(),
+            test: false,
+            runner: None,
+        }
+    }
+
+    /// Statements in these two branch paths never both run in one execution: they sit in
+    /// different arms of one choice.
+    pub fn exclusive(&self, a: &[usize], b: &[usize]) -> bool {
+        let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) else {
+            return false;
+        };
+        self.choices
+            .iter()
+            .any(|c| c.contains(&a[i]) && c.contains(&b[i]))
+    }
+
+    /// The unit's own statements run once per database (a migration), not as a code path that
+    /// runs concurrently with itself.
+    pub fn runs_once(&self) -> bool {
+        self.kind == UnitKind::Script && self.runner.is_some_and(|r| r.migration)
+    }
+
+    /// Exits strictly between two positions in program order.
+    pub fn exits_between(&self, from: usize, to: usize) -> impl Iterator<Item = &Exit> {
+        self.exits
+            .iter()
+            .filter(move |e| e.seq > from && e.seq < to)
+    }
+}
+
+/// A table name that is a hole of a template (`format!("... {table} ...")`, blanked to
+/// underscores): not a table txlint knows.
+pub fn is_hole(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c == '_')
+}
+
+/// Who runs a `.sql` file and how, when txlint can tell from its name, folder or content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runner {
+    /// `sqlx migration`, `diesel migration`, `sqlc query file`, ...
+    pub name: &'static str,
+    /// Why txlint thinks so (`migrations/<version>_<name>.sql`, `-- name: X :one`, ...).
+    pub evidence: &'static str,
+    /// A migration: applied once per database, not a code path that runs concurrently.
+    pub migration: bool,
 }
 
 /// `for id in ids { ... }` in host code.
@@ -59,6 +140,9 @@ pub struct Condition {
     pub branch: usize,
     /// Sequence numbers of the steps the condition is computed from.
     pub from: Vec<usize>,
+    /// The arm runs only when those steps failed (`if let Err(e) = ..`, `let Ok(..) = .. else`,
+    /// a `match` arm on `Err`): what they would have done did not happen.
+    pub failed: bool,
 }
 
 /// One database session used by a unit.
@@ -84,6 +168,16 @@ pub struct Exit {
     pub owner: Option<usize>,
     /// Branch arms enclosing the exit (see [`Step::branch`]).
     pub branch: Vec<usize>,
+    pub kind: ExitKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    /// `?` on a call's result: leaves when the call failed, decides nothing about data.
+    Propagate,
+    /// `return`, a `let ... else` that diverges, `bail!`, `.ok_or(..)?`, PL/pgSQL `RETURN` and
+    /// `RAISE EXCEPTION`: leaves on a decision.
+    Return,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,6 +286,9 @@ pub struct Step {
     pub via: Option<String>,
     /// Host values bound to its parameters, and which earlier steps' results they come from.
     pub inputs: Vec<Input>,
+    /// Call sites through which the unit reaches this statement (a helper walked in place),
+    /// outermost first; empty for the unit's own statements.
+    pub calls: Vec<Span>,
 }
 
 /// A value host code binds to a statement parameter.
@@ -201,6 +298,28 @@ pub struct Input {
     pub param: usize,
     /// Sequence numbers of the steps whose results flow into the value.
     pub from: Vec<usize>,
-    /// The host expression as written (`new_balance`).
+    /// The host value, with references and conversions that keep it the same value stripped
+    /// (`&x`, `x.clone()`, `x.as_str()` are all `x`).
     pub text: String,
+    /// Computed to be in key order with the statement's other keys (`min`/`max`, a tuple
+    /// swapped on comparison, an element of a sorted collection).
+    pub ordered: bool,
+    /// For an ordered value, the values it was put in order from (`a` and `b` for
+    /// `a.min(b)`), normalised like [`Input::text`].
+    pub sources: Vec<String>,
+}
+
+impl Input {
+    /// The value as shown in messages: its name when it is a plain path, else the parameter.
+    pub fn shown(&self) -> String {
+        let plain = self
+            .text
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        if plain && !self.text.is_empty() {
+            self.text.clone()
+        } else {
+            format!("${}", self.param)
+        }
+    }
 }

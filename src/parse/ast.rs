@@ -30,6 +30,8 @@ pub struct Structure {
     pub sets: Vec<(SetItem, Option<std::ops::Range<usize>>)>,
     /// `col = value` conjuncts of the `WHERE` (of the top-level query or `UPDATE`).
     pub filters: Vec<Pred>,
+    /// The `WHERE` has conditions besides those `col = value` conjuncts.
+    pub other_conditions: bool,
     pub aggregates: Vec<String>,
     pub inserts: Vec<(String, Operand)>,
     pub ddl: Option<TableDdl>,
@@ -167,7 +169,8 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                             if let SetExpr::Select(inner) = subquery.body.as_ref()
                                 && let Some(w) = &inner.selection
                             {
-                                conjuncts(w, &mut s.filters, &mut positional);
+                                s.other_conditions |=
+                                    !conjuncts(w, &mut s.filters, &mut positional);
                             }
                         }
                         Some(Expr::Value(_)) if select.from.len() == 1 => {
@@ -196,7 +199,7 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                     }
                 }
                 if let Some(w) = &select.selection {
-                    conjuncts(w, &mut s.filters, &mut positional);
+                    s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
                 }
             }
         }
@@ -237,7 +240,7 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                 }
             }
             if let Some(w) = &u.selection {
-                conjuncts(w, &mut s.filters, &mut positional);
+                s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
             }
         }
         _ => {}
@@ -265,16 +268,18 @@ fn column_name(e: &Expr) -> Option<String> {
     }
 }
 
-/// `a = x AND b = y AND ...`: the `col = value` conjuncts.
-fn conjuncts(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) {
+/// `a = x AND b = y AND ...`: the `col = value` conjuncts; false when there are other
+/// conditions too.
+fn conjuncts(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
     match e {
         Expr::BinaryOp {
             left,
             op: BinaryOperator::And,
             right,
         } => {
-            conjuncts(left, out, positional);
-            conjuncts(right, out, positional);
+            let l = conjuncts(left, out, positional);
+            let r = conjuncts(right, out, positional);
+            l && r
         }
         Expr::Nested(inner) => conjuncts(inner, out, positional),
         Expr::BinaryOp {
@@ -287,15 +292,17 @@ fn conjuncts(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) {
                 (None, Some(c)) => (c, left),
                 _ => {
                     operand(e, positional);
-                    return;
+                    return false;
                 }
             };
             let value = operand(value, positional);
             out.push(Pred { column: col, value });
+            true
         }
         other => {
             // Count its placeholders so later `?` keep their numbers.
             operand(other, positional);
+            false
         }
     }
 }

@@ -460,6 +460,7 @@ impl Reader<'_> {
                 of,
                 wait,
                 span: self.tok_span(c.t, start, last),
+                ordered: false,
             });
             blank.push(c.t[start].start..c.t[last].end);
         }
@@ -504,17 +505,31 @@ impl Reader<'_> {
         }
     }
 
-    /// Lock-order shape: top-level `ORDER BY`, a key set, an upsert.
+    /// Lock-order shape: `ORDER BY` at the top level and at each locking clause's level, a key
+    /// set, an upsert, `LEAST`/`GREATEST`.
     fn shape(&self, c: &Cursor, f: &mut Facts) {
-        let mut depth = 0i32;
+        // Whether the query open at each parenthesis depth has an `ORDER BY` so far.
+        let mut ordered = vec![false];
+        let mut locks = 0;
         for i in 0..c.t.len() {
             if c.punct(i, "(") {
-                depth += 1;
-            } else if c.punct(i, ")") {
-                depth -= 1;
+                ordered.push(false);
+            } else if c.punct(i, ")") && ordered.len() > 1 {
+                ordered.pop();
             }
-            if depth == 0 && c.is(i, "order") && c.is(i + 1, "by") {
-                f.ordered = true;
+            let depth = ordered.len() - 1;
+            if c.is(i, "order") && c.is(i + 1, "by") {
+                ordered[depth] = true;
+                f.ordered |= depth == 0;
+            }
+            if let Some(l) = f.row_locks.get_mut(locks)
+                && self.span(c.t[i].start..c.t[i].end).start == l.span.start
+            {
+                l.ordered = ordered[depth];
+                locks += 1;
+            }
+            if (c.is(i, "least") || c.is(i, "greatest")) && c.punct(i + 1, "(") {
+                f.orders = true;
             }
             // A list of keys, not a subquery (whose rows follow the plan of the subquery).
             if (c.is(i, "any") || c.is(i, "in") || c.is(i, "unnest"))
@@ -765,6 +780,7 @@ impl Reader<'_> {
         };
         f.columns = s.columns;
         f.filters = s.filters;
+        f.other_conditions = s.other_conditions;
         f.aggregates = s.aggregates;
         f.inserts = s.inserts;
         f.ddl = s.ddl;

@@ -1,11 +1,15 @@
 //! PL/pgSQL bodies (functions, procedures, triggers, `DO` blocks) -> the SQL they run.
 //!
-//! A light reader, not a PL/pgSQL grammar: it cuts the body at `;`, strips the block and
+//! A light reader, not a PL/pgSQL grammar: it cuts the body at `;`, reads the block and
 //! control-flow syntax in front of each piece (`DECLARE`, `BEGIN`, `IF ... THEN`, `LOOP`,
 //! `EXCEPTION WHEN ... THEN`, `END IF`, ...) and keeps what reaches the database: SQL
 //! statements, `PERFORM` (sent as `SELECT`), conditions and assignments (evaluated as
 //! `SELECT <expression>`), the queries of `FOR ... IN <query> LOOP` and `RETURN QUERY`.
 //! `SELECT ... INTO v` targets are recorded and blanked so sqlparser sees plain SQL.
+//!
+//! The control flow is kept as branch arms (the arms of one `IF`/`ELSIF`/`ELSE` or `CASE`
+//! are alternatives; a loop body is an arm of its own), the conditions they are taken on, and
+//! the exits (`RETURN`, `RAISE EXCEPTION`), in one program order with the statements.
 
 use super::lex::{Kind, Lexer, Token};
 use super::split::RawStatement;
@@ -16,6 +20,26 @@ use crate::config::Dialect;
 pub struct PlStatement {
     pub raw: RawStatement,
     pub assigns: Vec<String>,
+    /// Position in program order (statements and exits share the numbering).
+    pub seq: usize,
+    /// Branch arms enclosing it, outermost first.
+    pub branch: Vec<usize>,
+}
+
+/// `RETURN` or `RAISE EXCEPTION`: the rest of the body does not run.
+#[derive(Debug)]
+pub struct PlExit {
+    pub seq: usize,
+    pub branch: Vec<usize>,
+    /// Byte range of the keyword in the body.
+    pub range: std::ops::Range<usize>,
+}
+
+/// A branch arm and the statements its condition is computed from (by [`PlStatement::seq`]).
+#[derive(Debug)]
+pub struct PlCondition {
+    pub arm: usize,
+    pub from: Vec<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -23,12 +47,40 @@ pub struct Body {
     pub statements: Vec<PlStatement>,
     /// Variables declared in `DECLARE` sections.
     pub declared: Vec<String>,
+    pub exits: Vec<PlExit>,
+    pub conditions: Vec<PlCondition>,
+    /// Groups of arms of which one run takes at most one.
+    pub choices: Vec<Vec<usize>>,
+}
+
+/// An open control structure.
+#[derive(Debug)]
+enum Frame {
+    /// `IF`: its choice group, the condition statements of the chain so far.
+    If {
+        group: usize,
+        conds: Vec<usize>,
+    },
+    /// `CASE`: its choice group, the selector statement, whether a `WHEN` started.
+    Case {
+        group: usize,
+        conds: Vec<usize>,
+    },
+    Loop,
+    /// `BEGIN ... [EXCEPTION ...] END`: the handlers' choice group once `EXCEPTION` is seen.
+    Block {
+        handlers: Option<usize>,
+    },
 }
 
 struct Reader<'a> {
     src: &'a str,
     t: Vec<Token>,
     out: Body,
+    /// Open structures with their current arm.
+    frames: Vec<(Frame, Option<usize>)>,
+    next_arm: usize,
+    seq: usize,
 }
 
 impl Reader<'_> {
@@ -101,12 +153,84 @@ impl Reader<'_> {
             gset: false,
             prefix: prefix.len(),
         };
-        self.out.statements.push(PlStatement { raw, assigns });
+        self.seq += 1;
+        let (seq, branch) = (self.seq, self.branch());
+        self.out.statements.push(PlStatement {
+            raw,
+            assigns,
+            seq,
+            branch,
+        });
+    }
+
+    /// Sequence number of the statement emitted last, if it was emitted from `from`.
+    fn emitted(&self, from: usize) -> Option<usize> {
+        self.out
+            .statements
+            .last()
+            .filter(|s| {
+                self.t
+                    .get(from)
+                    .is_some_and(|t| t.start == s.raw.range.start)
+            })
+            .map(|s| s.seq)
+    }
+
+    fn branch(&self) -> Vec<usize> {
+        self.frames.iter().filter_map(|(_, arm)| *arm).collect()
+    }
+
+    /// Open a new arm in the innermost structure (closing the one it had), in choice `group`
+    /// if the arms are alternatives, taken on the condition statements `conds`.
+    fn arm(&mut self, group: Option<usize>, conds: &[usize]) {
+        self.next_arm += 1;
+        let arm = self.next_arm;
+        if let Some(g) = group {
+            self.out.choices[g].push(arm);
+        }
+        if !conds.is_empty() {
+            self.out.conditions.push(PlCondition {
+                arm,
+                from: conds.to_vec(),
+            });
+        }
+        if let Some(top) = self.frames.last_mut() {
+            top.1 = Some(arm);
+        }
+    }
+
+    fn choice(&mut self) -> usize {
+        self.out.choices.push(Vec::new());
+        self.out.choices.len() - 1
+    }
+
+    fn exit(&mut self, at: usize) {
+        self.seq += 1;
+        let range = self.t[at].start..self.t[at].end;
+        self.out.exits.push(PlExit {
+            seq: self.seq,
+            branch: self.branch(),
+            range,
+        });
+    }
+
+    /// Close the innermost structure of the kind `END <word>` names (`END IF`, `END LOOP`,
+    /// `END CASE`, or a block's plain `END`).
+    fn end(&mut self, what: Option<&str>) {
+        let matches = |f: &Frame| match what {
+            Some("if") => matches!(f, Frame::If { .. }),
+            Some("loop") => matches!(f, Frame::Loop),
+            Some("case") => matches!(f, Frame::Case { .. }),
+            _ => matches!(f, Frame::Block { .. }),
+        };
+        if let Some(p) = self.frames.iter().rposition(|(f, _)| matches(f)) {
+            self.frames.truncate(p);
+        }
     }
 
     /// One `;`-terminated piece of the body.
     fn piece(&mut self, mut i: usize, end: usize, in_declare: &mut bool) {
-        // Strip block and control-flow syntax in front of the statement.
+        // Read block and control-flow syntax in front of the statement.
         while i < end {
             if self.punct(i, "<") && self.punct(i + 1, "<") {
                 i = (i + 2..end)
@@ -117,41 +241,110 @@ impl Reader<'_> {
                 i += 1;
             } else if self.is(i, "begin") {
                 *in_declare = false;
+                self.frames.push((Frame::Block { handlers: None }, None));
                 i += 1;
             } else if *in_declare {
                 if let Some(name) = self.word(i) {
                     self.out.declared.push(name);
                 }
+                // `n int := (SELECT count(*) FROM t)`: an initializer that queries is a read.
+                let init = self
+                    .find_punct(i + 1, end, ":=")
+                    .or_else(|| self.find(i + 1, end, &["default"]));
+                if let Some(op) = init
+                    && (op + 1..end).any(|j| self.is(j, "select"))
+                {
+                    let target = self.word(i).unwrap_or_default();
+                    self.emit(op + 1, end, "SELECT ", None, vec![target]);
+                }
                 return;
-            } else if self.is(i, "exception") || self.is(i, "else") || self.is(i, "loop") {
+            } else if self.is(i, "exception") {
+                let group = self.choice();
+                if let Some((Frame::Block { handlers }, _)) = self.frames.last_mut() {
+                    *handlers = Some(group);
+                }
+                i += 1;
+            } else if self.is(i, "else") {
+                if let Some((Frame::If { group, conds } | Frame::Case { group, conds }, _)) =
+                    self.frames.last()
+                {
+                    let (g, c) = (*group, conds.clone());
+                    self.arm(Some(g), &c);
+                }
+                i += 1;
+            } else if self.is(i, "loop") {
+                self.frames.push((Frame::Loop, None));
+                self.arm(None, &[]);
                 i += 1;
             } else if self.is(i, "when") {
-                i = self.find(i + 1, end, &["then"]).map_or(end, |j| j + 1);
+                let then = self.find(i + 1, end, &["then"]).unwrap_or(end);
+                match self.frames.last() {
+                    Some((Frame::Case { group, conds }, _)) => {
+                        let (g, mut c) = (*group, conds.clone());
+                        self.emit(i + 1, then, "SELECT ", None, Vec::new());
+                        c.extend(self.emitted(i + 1));
+                        if let Some((Frame::Case { conds, .. }, _)) = self.frames.last_mut() {
+                            conds.clone_from(&c);
+                        }
+                        self.arm(Some(g), &c);
+                    }
+                    Some((Frame::Block { handlers: Some(g) }, _)) => {
+                        let g = *g;
+                        self.arm(Some(g), &[]);
+                    }
+                    _ => {}
+                }
+                i = then + 1;
             } else if self.is(i, "end") {
                 i += 1;
-                if self.is(i, "if") || self.is(i, "loop") || self.is(i, "case") {
+                let what = ["if", "loop", "case"].into_iter().find(|w| self.is(i, w));
+                if what.is_some() {
                     i += 1;
                 }
+                self.end(what);
                 // `END label;`, `END LOOP label;`
                 if i + 1 == end && self.word(i).is_some() {
                     i += 1;
                 }
-            } else if self.is(i, "if")
-                || self.is(i, "elsif")
-                || self.is(i, "elseif")
-                || self.is(i, "while")
-            {
-                let stop = self.find(i + 1, end, &["then", "loop"]).unwrap_or(end);
+            } else if self.is(i, "if") || self.is(i, "elsif") || self.is(i, "elseif") {
+                let stop = self.find(i + 1, end, &["then"]).unwrap_or(end);
+                let opens = self.is(i, "if");
                 self.emit(i + 1, stop, "SELECT ", None, Vec::new());
+                let cond = self.emitted(i + 1);
+                if opens {
+                    let group = self.choice();
+                    self.frames.push((
+                        Frame::If {
+                            group,
+                            conds: Vec::new(),
+                        },
+                        None,
+                    ));
+                }
+                if let Some((Frame::If { group, conds }, _)) = self.frames.last_mut() {
+                    conds.extend(cond);
+                    let (g, c) = (*group, conds.clone());
+                    self.arm(Some(g), &c);
+                }
+                i = stop + 1;
+            } else if self.is(i, "while") {
+                let stop = self.find(i + 1, end, &["loop"]).unwrap_or(end);
+                self.emit(i + 1, stop, "SELECT ", None, Vec::new());
+                let cond: Vec<usize> = self.emitted(i + 1).into_iter().collect();
+                self.frames.push((Frame::Loop, None));
+                self.arm(None, &cond);
                 i = stop + 1;
             } else if self.is(i, "case") {
-                i = if self.is(i + 1, "when") {
-                    i + 1
-                } else {
-                    self.find(i + 1, end, &["when"]).unwrap_or(end)
-                };
+                let when = self.find(i + 1, end, &["when"]).unwrap_or(end);
+                // `CASE selector WHEN ...`: the selector is evaluated once.
+                self.emit(i + 1, when, "SELECT ", None, Vec::new());
+                let conds: Vec<usize> = self.emitted(i + 1).into_iter().collect();
+                let group = self.choice();
+                self.frames.push((Frame::Case { group, conds }, None));
+                i = when;
             } else if self.is(i, "for") || self.is(i, "foreach") {
                 let stop = self.find(i + 1, end, &["loop"]).unwrap_or(end);
+                let mut conds = Vec::new();
                 if let Some(inn) = self.find(i + 1, stop, &["in"]) {
                     let q = if self.is(inn + 1, "reverse") {
                         inn + 2
@@ -160,8 +353,11 @@ impl Reader<'_> {
                     };
                     if self.is(q, "select") || self.is(q, "with") {
                         self.emit(q, stop, "", None, Vec::new());
+                        conds.extend(self.emitted(q));
                     }
                 }
+                self.frames.push((Frame::Loop, None));
+                self.arm(None, &conds);
                 i = stop + 1;
             } else {
                 break;
@@ -178,11 +374,23 @@ impl Reader<'_> {
                     }
                 } else if !self.is(i + 1, "next") {
                     self.emit(i + 1, end, "SELECT ", None, Vec::new());
+                    self.exit(i);
+                }
+            }
+            Some("raise") => {
+                // `RAISE NOTICE ...` goes on; `RAISE EXCEPTION`, `RAISE 'msg'`, `RAISE SQLSTATE`
+                // and a bare re-raise leave the block.
+                let level = self.word(i + 1).unwrap_or_default();
+                if !matches!(
+                    level.as_str(),
+                    "notice" | "warning" | "info" | "log" | "debug"
+                ) {
+                    self.exit(i);
                 }
             }
             Some(
-                "raise" | "get" | "null" | "exit" | "continue" | "open" | "fetch" | "move"
-                | "close" | "assert" | "execute",
+                "get" | "null" | "exit" | "continue" | "open" | "fetch" | "move" | "close"
+                | "assert" | "execute",
             ) => {}
             _ => {
                 if let Some(op) = self.assignment(i, end) {
@@ -275,6 +483,9 @@ pub fn read_body(body: &str, dialect: Dialect) -> Body {
         src: body,
         t,
         out: Body::default(),
+        frames: Vec::new(),
+        next_arm: 0,
+        seq: 0,
     };
     let mut in_declare = false;
     let mut start = 0;
@@ -348,6 +559,69 @@ mod tests {
         assert_eq!(b.declared, vec!["v", "r"]);
         assert_eq!(b.statements[0].assigns, vec!["v"]);
         assert_eq!(b.statements[5].assigns, vec!["v"]);
+    }
+
+    #[test]
+    fn control_flow_arms_conditions_and_exits() {
+        let body = "
+        DECLARE
+            n int := (SELECT count(*) FROM seats);
+        BEGIN
+            SELECT count(*) INTO n FROM bookings WHERE slot = s;
+            IF n >= 10 THEN
+                RAISE EXCEPTION 'full';
+            ELSIF n > 5 THEN
+                UPDATE slots SET busy = true WHERE id = s;
+            ELSE
+                RAISE NOTICE 'plenty';
+            END IF;
+            CASE kind
+                WHEN 'a' THEN DELETE FROM a WHERE id = s;
+                ELSE DELETE FROM b WHERE id = s;
+            END CASE;
+            LOOP
+                EXIT WHEN n > 3;
+                n := n + 1;
+            END LOOP;
+            INSERT INTO bookings (slot) VALUES (s);
+            RETURN NULL;
+        END;";
+        let b = read_body(body, Dialect::Postgres);
+        let at = |text: &str| {
+            b.statements
+                .iter()
+                .find(|st| st.raw.sql.contains(text))
+                .unwrap_or_else(|| panic!("no statement with {text}"))
+        };
+        // The initializer is a read, assigning `n`.
+        assert_eq!(at("count(*) FROM seats").assigns, vec!["n"]);
+        let read = at("FROM bookings");
+        let first_cond = at("n >= 10");
+        let update = at("UPDATE slots");
+        assert!(read.branch.is_empty() && first_cond.branch.is_empty());
+        // IF / ELSIF / ELSE are one choice; the UPDATE is in the ELSIF arm, taken on both
+        // conditions of the chain.
+        assert_eq!(update.branch.len(), 1);
+        let arm = update.branch[0];
+        assert!(b.choices.iter().any(|c| c.len() == 3 && c.contains(&arm)));
+        let cond = b.conditions.iter().find(|c| c.arm == arm).unwrap();
+        assert_eq!(cond.from, vec![first_cond.seq, at("n > 5").seq]);
+        // RAISE EXCEPTION leaves (in the first arm); RAISE NOTICE does not; RETURN does.
+        assert_eq!(b.exits.len(), 2);
+        assert_eq!(b.exits[0].branch.len(), 1);
+        assert!(b.exits[0].seq > first_cond.seq && b.exits[0].seq < update.seq);
+        // The CASE arms are another choice.
+        let (da, db) = (at("DELETE FROM a"), at("DELETE FROM b"));
+        assert_ne!(da.branch, db.branch);
+        assert!(
+            b.choices
+                .iter()
+                .any(|c| c.contains(&da.branch[0]) && c.contains(&db.branch[0]))
+        );
+        // The loop body is an arm of its own; the INSERT after END LOOP is on every path.
+        assert_eq!(at("SELECT n + 1").branch.len(), 1);
+        assert!(at("INSERT INTO bookings").branch.is_empty());
+        assert!(b.exits[1].branch.is_empty());
     }
 
     #[test]

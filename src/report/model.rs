@@ -45,9 +45,20 @@ pub fn render(run: &Run) -> String {
             UnitKind::DoBlock => "DO block",
             UnitKind::RustFn => "fn",
         };
+        let runner = match (unit.kind, unit.runner, unit.transactions.first()) {
+            (UnitKind::Script | UnitKind::QueryFile, Some(r), tx) => {
+                let how = match tx.map(|t| t.scope) {
+                    Some(Scope::File) => "runs in one transaction",
+                    Some(Scope::Unknown) => "statements sent by application code",
+                    _ => "runs as a script",
+                };
+                format!(" ({}, from {}: {how})", r.name, r.evidence)
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{} {} {}",
+            "{} {} {}{runner}",
             at(unit.span),
             kind,
             unit.name.as_deref().unwrap_or("")
@@ -94,6 +105,22 @@ pub fn render(run: &Run) -> String {
                 );
             }
         }
+    }
+    for (unit, why) in &run.program.skipped {
+        let why = match why {
+            Skip::Test => {
+                "test code, skipped by the core rules (`include_tests = true` analyses it)"
+                    .to_string()
+            }
+            Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
+            Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
+        };
+        let _ = writeln!(
+            out,
+            "{} {}: {why}",
+            at(unit.span),
+            unit.name.as_deref().unwrap_or("")
+        );
     }
     let counts: Vec<String> = by_executor
         .iter()

@@ -14,8 +14,15 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    for unit in &cx.program.units {
+    for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         let steps = unit.ordered();
+        // Decision reads, in program order: most steps are not one.
+        let reads: Vec<usize> = (0..steps.len())
+            .filter(|&i| is_decision(&steps[i]))
+            .collect();
+        if reads.is_empty() {
+            continue;
+        }
         for (j, w) in steps.iter().enumerate() {
             if !matches!(
                 w.step.facts.kind,
@@ -24,13 +31,23 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             {
                 continue;
             }
-            let found = steps[..j]
+            let before = reads.partition_point(|&i| i < j);
+            let found = reads[..before]
                 .iter()
                 .rev()
-                .find_map(|r| finding(cx, unit, &steps, r, w));
+                .find_map(|&i| finding(cx, unit, &steps, &steps[i], w));
             out.extend(found);
         }
     }
+}
+
+/// A read whose answer code decides on: an existence check, `count`, `max`, ....
+fn is_decision(r: &At) -> bool {
+    let rf = &r.step.facts;
+    rf.kind == StmtKind::Select
+        && !rf.aggregates.is_empty()
+        && !rf.modifies
+        && r.txn.scope != Scope::Unknown
 }
 
 /// What the read decides with, for messages.
@@ -45,30 +62,24 @@ fn what(r: &Step) -> String {
 
 fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Diagnostic> {
     let rf = &r.step.facts;
-    if rf.kind != StmtKind::Select
-        || rf.aggregates.is_empty()
-        || rf.modifies
-        || r.txn.scope == Scope::Unknown
-    {
-        return None;
-    }
     let wf = &w.step.facts;
     let table = &wf.writes.first()?.name;
+    if is_hole(table) || unit.exclusive(&r.step.branch, &w.step.branch) {
+        return None;
+    }
     let how = depends(unit, steps, r.step, w.step, table)?;
+    if rechecks(r.step, w.step) {
+        return None;
+    }
     let same_tx = r.tx == w.tx;
     // Protections: a lock on the guard rows, an advisory lock first (READ COMMITTED),
     // SERIALIZABLE, a statement that handles the duplicate, a unique key that refuses it.
-    // The rows the read decides on were locked earlier in the transaction.
-    let guarded = w.txn.steps.iter().any(|s| {
-        s.seq < r.step.seq
-            && !s.facts.row_locks.is_empty()
-            && s.facts
-                .reads
-                .iter()
-                .any(|t| rf.reads.iter().any(|x| x.name == t.name))
-    });
     if same_tx
-        && (guarded
+        && (w
+            .txn
+            .steps
+            .iter()
+            .any(|g| g.seq < r.step.seq && guards(g, r.step))
             || !rf.row_locks.is_empty()
             || w.txn.isolation == Isolation::Serializable
             || (w.txn.isolation == Isolation::ReadCommitted
@@ -102,13 +113,45 @@ fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Di
     Some(
         Diagnostic::new(&RULE, wf.writes[0].span, message)
             .note("acts on the decision")
-            .in_statement(w.step.span)
+            .in_step(w.step)
             .label(r.step.span, "decided here")
             .help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
     )
 }
 
-/// How the write depends on the read, if it does.
+/// `g`, earlier in the write's transaction, serialises every run of this code before the read:
+/// it locks the rows the read decides on, or takes an exclusive row lock (a `FOR UPDATE`, an
+/// `UPDATE`) on a guard row whose key is a constant or one the read's predicate is about, so two
+/// runs that could disagree wait for each other.
+fn guards(g: &Step, r: &Step) -> bool {
+    let gf = &g.facts;
+    let same_rows = !gf.row_locks.is_empty()
+        && gf
+            .reads
+            .iter()
+            .any(|t| r.facts.reads.iter().any(|x| x.name == t.name));
+    let exclusive = gf.row_locks.iter().any(|l| {
+        matches!(
+            l.strength,
+            RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+        ) && l.wait == LockWait::Block
+    }) || matches!(gf.kind, StmtKind::Update | StmtKind::Delete);
+    let checked: Vec<String> = r
+        .facts
+        .filters
+        .iter()
+        .map(|p| value_key(&p.value, r))
+        .collect();
+    let keyed = !gf.filters.is_empty()
+        && gf.filters.iter().all(|p| {
+            (p.value.params.is_empty() && !p.value.idents.iter().any(|i| is_var(i, g)))
+                || checked.contains(&value_key(&p.value, g))
+        });
+    same_rows || (exclusive && keyed)
+}
+
+/// How the write depends on the read, if it does. A decision is a branch on the value that
+/// was read, never on whether the call succeeded: a `?` decides nothing.
 fn depends(unit: &Unit, steps: &[At], r: &Step, w: &Step, table: &str) -> Option<&'static str> {
     let tainted = tainted_vars(steps, r, w);
     let f = &w.facts;
@@ -134,38 +177,74 @@ fn depends(unit: &Unit, steps: &[At], r: &Step, w: &Step, table: &str) -> Option
             return Some("it inserts the key it checked");
         }
     }
-    // Host code: the write is in a branch taken on the read's result, or comes after an early
-    // exit taken on it (`if taken { return ... }`).
+    // The write is in a branch taken on the read's value, or comes after an exit taken on it
+    // (`if taken { return ... }`, `IF n >= cap THEN RAISE ...`) and is about what it checked.
     let on_read = |branch: &[usize]| {
         unit.conditions
             .iter()
-            .any(|c| branch.contains(&c.branch) && c.from.contains(&r.seq))
+            .any(|c| !c.failed && branch.contains(&c.branch) && c.from.contains(&r.seq))
     };
     if on_read(&w.branch) {
         return Some("it runs under a condition on it");
     }
-    if unit
-        .exits
-        .iter()
-        .any(|e| e.seq > r.seq && e.seq < w.seq && on_read(&e.branch))
+    if about(r, w, table)
+        && unit
+            .exits_between(r.seq, w.seq)
+            .any(|e| e.kind == ExitKind::Return && on_read(&e.branch))
     {
         return Some("it runs only when an early return on it was not taken");
     }
-    // PL/pgSQL: a condition on the read's result between the read and the write.
-    let decided = steps.iter().any(|a| {
-        a.step.seq > r.seq
-            && a.step.seq < w.seq
-            && a.step.facts.reads.is_empty()
-            && a.step.facts.writes.is_empty()
-            && a.step.facts.uses.iter().any(|u| tainted.contains(u))
-    });
-    if decided
-        && r.facts
-            .reads
-            .iter()
-            .any(|t| t.name == table || !r.facts.filters.is_empty())
-    {
-        return Some("it runs under a condition on it");
-    }
     None
+}
+
+/// An existence check followed by an `UPDATE`/`DELETE` whose `WHERE` repeats every condition the
+/// check tested: the write re-evaluates the predicate on the rows it touches (under READ
+/// COMMITTED, against the latest version), so a stale answer makes it touch nothing rather than
+/// the wrong rows. Counts and sums are not re-checked this way: their write skew stays.
+fn rechecks(r: &Step, w: &Step) -> bool {
+    let rf = &r.facts;
+    let wf = &w.facts;
+    rf.aggregates.iter().all(|a| a == "exists")
+        && matches!(wf.kind, StmtKind::Update | StmtKind::Delete)
+        && rf.parsed
+        && !rf.other_conditions
+        && !rf.filters.is_empty()
+        && rf.filters.iter().all(|p| {
+            wf.filters
+                .iter()
+                .any(|q| q.column == p.column && value_key(&q.value, w) == value_key(&p.value, r))
+        })
+}
+
+/// The write changes what the read's predicate is about: a row of the table it counted with
+/// the key it checked, or the column it filtered on.
+fn about(r: &Step, w: &Step, table: &str) -> bool {
+    if !r.facts.reads.iter().any(|t| t.name == table) {
+        return false;
+    }
+    let checked = &r.facts.filters;
+    if checked.is_empty() {
+        return true;
+    }
+    let f = &w.facts;
+    let same_key = || {
+        f.filters.iter().any(|p| {
+            checked
+                .iter()
+                .any(|c| c.column == p.column && value_key(&c.value, r) == value_key(&p.value, w))
+        })
+    };
+    match f.kind {
+        StmtKind::Insert => f
+            .inserts
+            .iter()
+            .any(|(c, _)| checked.iter().any(|p| p.column == *c)),
+        StmtKind::Update => {
+            f.sets
+                .iter()
+                .any(|s| checked.iter().any(|p| p.column == s.column))
+                || same_key()
+        }
+        _ => same_key(),
+    }
 }

@@ -4,6 +4,7 @@
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::flow::{is_var, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
 
@@ -22,18 +23,34 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for t in &g.txs {
         self_inversion(cx, &g, t, out);
     }
-    for step in cx
-        .program
-        .units
-        .iter()
-        .flat_map(|u| &u.transactions)
-        .flat_map(|t| &t.steps)
-    {
-        unordered_set(step, out);
-    }
-    for unit in &cx.program.units {
+    for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
+        for tx in &unit.transactions {
+            for (i, step) in tx.steps.iter().enumerate() {
+                unordered_upsert(tx, &tx.steps[..i], step, out);
+            }
+        }
         unordered_loop(unit, out);
     }
+}
+
+/// A lock taken earlier in the transaction that every run of this code takes first on the same
+/// key: a transaction-scoped advisory lock, or an exclusive row lock (`FOR UPDATE`, an
+/// `UPDATE`). Whatever the statements after it lock, two runs cannot interleave there.
+fn guarded(before: &[Step]) -> bool {
+    before.iter().any(|s| {
+        let f = &s.facts;
+        f.advisory.iter().any(|a| {
+            a.scope == LockScope::Transaction
+                && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
+        }) || f.row_locks.iter().any(|l| {
+            l.wait == LockWait::Block
+                && matches!(
+                    l.strength,
+                    RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+                )
+        }) || matches!(f.kind, StmtKind::Update | StmtKind::Delete)
+            || f.table_lock.is_some()
+    })
 }
 
 /// `for id in ids { UPDATE ... WHERE id = $1 }` inside a transaction, `ids` not sorted: each
@@ -43,27 +60,42 @@ fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
         .transactions
         .iter()
         .filter(|t| matches!(t.scope, Scope::Explicit | Scope::File | Scope::Caller));
-    for step in held.flat_map(|t| &t.steps) {
-        let Some(lp) = unit
-            .loops
-            .iter()
-            .find(|l| !l.sorted && step.branch.contains(&l.branch))
-        else {
-            continue;
-        };
+    for tx in held {
+        for (i, step) in tx.steps.iter().enumerate() {
+            if let Some(d) = loop_lock(unit, &tx.steps[..i], step) {
+                out.push(d);
+            }
+        }
+    }
+}
+
+fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
+    let lp = unit
+        .loops
+        .iter()
+        .find(|l| !l.sorted && step.branch.contains(&l.branch))?;
+    // A guard taken before the loop serialises the whole loop.
+    let outside: Vec<Step> = before
+        .iter()
+        .filter(|s| !s.branch.contains(&lp.branch))
+        .cloned()
+        .collect();
+    if guarded(&outside) {
+        return None;
+    }
+    {
         let keyed = step.inputs.iter().any(|i| {
-            let t = i.text.trim_start_matches(['&', '*']);
             lp.vars
                 .iter()
-                .any(|v| t == v || t.starts_with(&format!("{v}.")))
+                .any(|v| i.text == *v || i.text.starts_with(&format!("{v}.")))
         });
         let acquired = lockgraph::acquisitions(step)
             .into_iter()
             .find(|(r, _)| matches!(r, Resource::Table(_)));
         let (Some((resource, span)), true) = (acquired, keyed) else {
-            continue;
+            return None;
         };
-        out.push(
+        Some(
             Diagnostic::new(
                 &RULE,
                 span,
@@ -73,10 +105,10 @@ fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
                 ),
             )
             .note("locked once per key, in collection order")
-            .in_statement(step.span)
+            .in_step(step)
             .label(lp.span, "iterated in no particular order")
             .help("sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)"),
-        );
+        )
     }
 }
 
@@ -147,36 +179,87 @@ fn cycle_diagnostic(cx: &Context, g: &LockGraph, cycle: &[usize]) -> Diagnostic 
 /// with the inputs swapped locks them in the other order (`transfer(from, to)`).
 fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut Vec<Diagnostic>) {
     let acqs = &t.acquisitions;
+    let keys: Vec<Option<Vec<KeyPart>>> = acqs.iter().map(|a| row_key(t.tx, a.step)).collect();
+    // Rows already held: locked earlier by keys put in order from these values
+    // (`first := LEAST(src, dst)` holds the rows of `src` and `dst`).
+    let held = |j: usize, key: &[KeyPart]| {
+        (0..j).any(|i| {
+            let Some(earlier) = keys[i]
+                .as_ref()
+                .filter(|_| acqs[i].resource == acqs[j].resource)
+            else {
+                return false;
+            };
+            let among = |part: &KeyPart| {
+                earlier.iter().any(|q| {
+                    q.column == part.column && q.ordered && q.sources.contains(&part.value)
+                })
+            };
+            key.iter().any(among)
+                && key.iter().all(|part| {
+                    among(part)
+                        || earlier
+                            .iter()
+                            .any(|q| q.column == part.column && q.value == part.value)
+                })
+        })
+    };
     for (j, b) in acqs.iter().enumerate() {
-        let Some((col, b_key)) = input_key(b.step) else {
+        let Some(b_key) = &keys[j] else {
             continue;
         };
-        for a in &acqs[..j] {
-            if a.resource != b.resource || std::ptr::eq(a.step, b.step) {
+        if held(j, b_key) {
+            continue;
+        }
+        for (i, a) in acqs[..j].iter().enumerate() {
+            if a.resource != b.resource
+                || std::ptr::eq(a.step, b.step)
+                || t.unit.exclusive(&a.step.branch, &b.step.branch)
+            {
                 continue;
             }
             // Locked up front as one ordered set: later statements touch rows already held.
             if a.step.facts.ordered && a.step.facts.key_set {
                 break;
             }
-            let Some((a_col, a_key)) = input_key(a.step) else {
+            let Some(a_key) = &keys[i] else {
                 continue;
             };
-            if a_col != col || a_key == b_key {
+            // The same row (a lock and then the update it was taken for), another column set,
+            // or keys put in order first.
+            let differing: Vec<usize> = (0..a_key.len())
+                .filter(|&i| a_key[i].value != b_key[i].value)
+                .collect();
+            let columns = |k: &[KeyPart]| k.iter().map(|p| p.column.clone()).collect::<Vec<_>>();
+            if columns(a_key) != columns(b_key)
+                || differing.is_empty()
+                || differing
+                    .iter()
+                    .all(|&i| a_key[i].ordered && b_key[i].ordered)
+            {
                 continue;
             }
             let line = cx.line(a.span);
             let table = g.resources[b.resource].label();
+            let show = |k: &[KeyPart]| {
+                k.iter()
+                    .map(|p| format!("{} = {}", p.column, p.shown))
+                    .collect::<Vec<_>>()
+                    .join(" AND ")
+            };
+            let col = &a_key[differing[0]].column;
             out.push(
                 Diagnostic::new(
                     &RULE,
                     b.span,
                     format!(
-                        "{table} row `{col} = {b_key}` is locked after row `{col} = {a_key}` (line {line}): the same code run with the two swapped locks them in the other order (deadlock)"
+                        "{table} row `{}` is locked after row `{}` (line {line}): the same code run with the two swapped locks them in the other order (deadlock)",
+                        show(b_key),
+                        show(a_key)
                     ),
                 )
                 .note("second row locked here")
-                .in_statement(b.step.span)
+                .in_step(b.step)
                 .label(a.span, "first row locked here")
                 .help(format!(
                     "lock both rows in key order first (`SELECT ... WHERE {col} IN (..) ORDER BY {col} FOR UPDATE`), or order the keys (`LEAST`/`GREATEST`, or sort them) before locking"
@@ -187,53 +270,107 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
     }
 }
 
-/// The key column and the input (parameter or variable) a statement locks its row by.
-fn input_key(step: &Step) -> Option<(String, String)> {
-    step.facts.filters.iter().find_map(|p| {
-        let text = p.value.text.to_ascii_lowercase();
-        if text.contains("least(") || text.contains("greatest(") {
-            return None;
-        }
-        let key = if let Some(&n) = p.value.params.first() {
-            step.inputs
-                .iter()
-                .find(|i| i.param == n)
-                .map_or_else(|| format!("${n}"), |i| i.text.clone())
-        } else if p.value.idents.len() == 1
-            && step.facts.uses.iter().any(|u| *u == p.value.idents[0])
-        {
-            p.value.idents[0].clone()
-        } else {
-            return None;
-        };
-        Some((p.column.clone(), key))
-    })
+/// One column of the key a statement locks its row by.
+struct KeyPart {
+    column: String,
+    /// The value, comparable across statements.
+    value: String,
+    /// As messages show it.
+    shown: String,
+    /// Put in key order with the other keys before (`LEAST`/`GREATEST`, `min`/`max`).
+    ordered: bool,
+    /// For an ordered part, the values it was put in order from, comparable with `value`.
+    sources: Vec<String>,
 }
 
-/// `SELECT ... WHERE id = ANY($1) FOR UPDATE` without `ORDER BY`, and upserts of a key set: rows
-/// locked in whatever order the plan visits them.
-fn unordered_set(step: &Step, out: &mut Vec<Diagnostic>) {
+/// The whole key a statement locks its row by (`tenant_id = $1 AND id = $2` is one row), when
+/// at least one part is an input (a parameter or a variable); parts sorted by column.
+fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
+    let mut parts = Vec::new();
+    let mut input = false;
+    for p in &step.facts.filters {
+        let text = p.value.text.to_ascii_lowercase();
+        let orders = text.contains("least(") || text.contains("greatest(");
+        let part = if let Some(&n) = p.value.params.first() {
+            let bound = step.inputs.iter().find(|i| i.param == n);
+            input = true;
+            KeyPart {
+                column: p.column.clone(),
+                value: bound.map_or_else(|| format!("${n}"), |i| format!("host:{}", i.text)),
+                shown: bound.map_or_else(|| format!("${n}"), Input::shown),
+                ordered: orders || bound.is_some_and(|i| i.ordered),
+                sources: bound
+                    .map(|i| i.sources.iter().map(|s| format!("host:{s}")).collect())
+                    .unwrap_or_default(),
+            }
+        } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
+            let var = &p.value.idents[0];
+            input = true;
+            // A PL/pgSQL variable assigned from `LEAST(..)`/`GREATEST(..)` is in key order.
+            let assigned = tx
+                .steps
+                .iter()
+                .rfind(|s| s.seq < step.seq && s.facts.assigns.contains(var));
+            let ordered = orders || assigned.is_some_and(|s| s.facts.orders);
+            KeyPart {
+                column: p.column.clone(),
+                value: var.clone(),
+                shown: var.clone(),
+                ordered,
+                sources: match assigned {
+                    Some(s) if ordered => s.facts.uses.clone(),
+                    _ => Vec::new(),
+                },
+            }
+        } else {
+            KeyPart {
+                column: p.column.clone(),
+                value: value_key(&p.value, step),
+                shown: p.value.text.clone(),
+                ordered: orders,
+                sources: Vec::new(),
+            }
+        };
+        parts.push(part);
+    }
+    parts.sort_by(|a, b| a.column.cmp(&b.column));
+    input.then_some(parts)
+}
+
+/// An upsert of a key set (`INSERT ... SELECT ... FROM unnest($1) ON CONFLICT DO UPDATE`)
+/// without `ORDER BY`: it locks the conflicting rows in the order of its input, so two runs with
+/// overlapping keys in different orders deadlock (checked on PostgreSQL 15, see the rule page).
+///
+/// A locking read of a key set (`WHERE id = ANY($1) FOR UPDATE`) is not reported: PostgreSQL
+/// locks its rows in index or heap order, never in the order of the array, so two runs of one
+/// statement with one plan take them in the same order (same experiment).
+fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Vec<Diagnostic>) {
     let f = &step.facts;
-    if !f.key_set || f.ordered {
+    // Unknown executor: the caller may hold a guard that serialises the rows first.
+    if !f.upsert
+        || !f.key_set
+        || f.ordered
+        || matches!(tx.scope, Scope::Unknown)
+        || tx.executor == Executor::Unknown
+        || guarded(before)
+        || (!step.inputs.is_empty() && step.inputs.iter().all(|i| i.ordered))
+    {
         return;
     }
-    let waiting = f.row_locks.iter().find(|l| l.wait == LockWait::Block);
-    let (span, what) = match (waiting, f.upsert) {
-        (Some(l), _) => (l.span, format!("`{}`", l.clause)),
-        (None, true) => match f.writes.first() {
-            Some(t) => (t.span, "this upsert".to_string()),
-            None => return,
-        },
-        _ => return,
+    let Some(t) = f.writes.first() else {
+        return;
     };
+    if is_hole(&t.name) {
+        return;
+    }
     out.push(
         Diagnostic::new(
             &RULE,
-            span,
-            format!("{what} locks a set of rows in no particular order: two transactions with overlapping sets can each hold some rows and wait for the others (deadlock)"),
+            t.span,
+            "this upsert locks its rows in the order of its input, which is not sorted: two transactions with overlapping keys in different orders can each hold some rows and wait for the others (deadlock)",
         )
-        .note("rows locked in plan order")
-        .in_statement(step.span)
-        .help("add `ORDER BY` on the key so every transaction locks the rows in the same order (for an upsert, insert from a sorted `SELECT ... ORDER BY key`)"),
+        .note("rows locked in input order")
+        .in_step(step)
+        .help("sort the keys first (`ORDER BY` on the key in the `SELECT` that feeds the upsert, or sort the arrays in the code), or take a transaction-scoped advisory lock on the set first"),
     );
 }

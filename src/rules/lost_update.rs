@@ -16,10 +16,10 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    for unit in &cx.program.units {
+    for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         let steps = unit.ordered();
         for (i, w) in steps.iter().enumerate() {
-            if let Some(d) = write(cx, &steps, i, w) {
+            if let Some(d) = write(cx, unit, &steps, i, w) {
                 out.push(d);
             }
         }
@@ -27,18 +27,23 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 }
 
 /// The finding for the `UPDATE` at `steps[i]`, against the nearest read that loses it.
-fn write(cx: &Context, steps: &[At], i: usize, w: &At) -> Option<Diagnostic> {
+fn write(cx: &Context, unit: &Unit, steps: &[At], i: usize, w: &At) -> Option<Diagnostic> {
     let f = &w.step.facts;
     if f.kind != StmtKind::Update || f.sets.is_empty() || w.txn.scope == Scope::Unknown {
         return None;
     }
     let table = &f.writes.first()?.name;
+    if is_hole(table) {
+        return None;
+    }
     for r in steps[..i].iter().rev() {
         let rf = &r.step.facts;
         if rf.kind != StmtKind::Select || rf.modifies || r.txn.scope == Scope::Unknown {
             continue;
         }
-        if !rf.reads.iter().any(|t| &t.name == table) {
+        if !rf.reads.iter().any(|t| &t.name == table)
+            || unit.exclusive(&r.step.branch, &w.step.branch)
+        {
             continue;
         }
         let same_tx = r.tx == w.tx;
@@ -63,8 +68,9 @@ fn write(cx: &Context, steps: &[At], i: usize, w: &At) -> Option<Diagnostic> {
             let Some(strong) = evidence(set, r.step, w.step, &tainted) else {
                 continue;
             };
-            // Compare-and-swap: the write checks what was read.
-            if compares(w.step, r.step, &keys) {
+            // Compare-and-swap: the write checks what was read; or a unique key refuses the
+            // second run's copy of a value computed from it.
+            if compares(w.step, r.step, &keys) || claims_unique(cx, steps, r, w, &tainted) {
                 return None;
             }
             return Some(diagnostic(cx, r, w, set, strong, same_tx));
@@ -119,11 +125,34 @@ fn diagnostic(
     };
     Diagnostic::new(&RULE, set.span.unwrap_or(w.step.span), message)
         .note("overwritten here")
-        .in_statement(w.step.span)
+        .in_step(w.step)
         .label(r.step.span, "read here")
         .help(format!(
             "make the update relative (`SET {col} = {col} + $delta`), {lock_fix}, or compare what was read (`WHERE ... AND {col} = $old`, or a version column) and check the affected row count"
         ))
+}
+
+/// The write's transaction also inserts a value computed from the read into columns a unique
+/// key covers (`INSERT INTO events (aggregate_id, version) VALUES (id, v + 1)` with that primary
+/// key): a concurrent run computes the same value and fails there with 23505, so its write is
+/// rolled back instead of lost.
+fn claims_unique(cx: &Context, steps: &[At], r: &At, w: &At, tainted: &BTreeSet<String>) -> bool {
+    steps.iter().any(|a| {
+        let f = &a.step.facts;
+        if a.tx != w.tx || f.kind != StmtKind::Insert || f.on_conflict || a.step.seq < r.step.seq {
+            return false;
+        }
+        let Some(table) = f.writes.first() else {
+            return false;
+        };
+        let columns: Vec<String> = f.inserts.iter().map(|(c, _)| c.clone()).collect();
+        let Some(key) = cx.program.schema.unique_within(&table.name, &columns) else {
+            return false;
+        };
+        f.inserts
+            .iter()
+            .any(|(c, o)| key.contains(c) && flows_from(o, r.step, a.step, tainted))
+    })
 }
 
 /// The write's `WHERE` names the same row as the read's: (key columns) with equal values.

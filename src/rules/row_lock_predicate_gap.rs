@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    for unit in &cx.program.units {
+    for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         let steps = unit.ordered();
         for (i, l) in steps.iter().enumerate() {
             let Some(lock) = l.step.facts.row_locks.first() else {
@@ -31,7 +31,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             {
                 continue;
             }
-            let later: Vec<&At> = steps[i + 1..].iter().filter(|a| a.tx == l.tx).collect();
+            let later: Vec<&At> = steps[i + 1..]
+                .iter()
+                .filter(|a| a.tx == l.tx && !unit.exclusive(&l.step.branch, &a.step.branch))
+                .collect();
             let found = check_then_insert(cx, l, lock, &later)
                 .or_else(|| parent_children(cx, l, lock, &later))
                 .or_else(|| set_invariant(cx, l, lock, &later));
@@ -94,7 +97,7 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
             ),
         )
         .note("inserted without a lock on the key")
-        .in_statement(w.step.span)
+        .in_step(w.step)
         .label(lock.span, "locks the matching rows only")
         .help("insert with `INSERT ... ON CONFLICT` on a unique key, or take `pg_advisory_xact_lock` on the key before the check (at READ COMMITTED)"),
     )
@@ -157,7 +160,7 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         ),
     )
     .note("filtered by the parent's key and a state")
-    .in_statement(w.step.span)
+    .in_step(w.step)
     .label(lock.span, "locks the parent row only");
     if let Some(second) = writes.get(1) {
         d = d.label(

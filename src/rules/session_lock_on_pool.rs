@@ -24,9 +24,8 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
         for &(step, executor) in &steps {
             for lock in step.facts.advisory.iter().filter(|a| is_session_lock(a)) {
                 let call = format!("{}({})", lock.function, lock.key);
-                let base = |message: String| {
-                    Diagnostic::new(&RULE, lock.span, message).in_statement(step.span)
-                };
+                let base =
+                    |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(step);
                 if transaction_pooling {
                     out.push(
                         base(format!("`{call}` is a session lock, but with transaction pooling (`pool_mode = \"transaction\"`) the server session can change after every transaction"))
@@ -96,8 +95,7 @@ fn unlock_problem(
         .copied()
         .filter(|s| s.session == lock_step.session)
         .collect();
-    let base =
-        |message: String| Diagnostic::new(&RULE, lock.span, message).in_statement(lock_step.span);
+    let base = |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(lock_step);
     if same.is_empty() {
         if let Some(other) = later_unlocks.first() {
             return Some(
@@ -123,15 +121,23 @@ fn unlock_problem(
                 .help("unlock on every path, for example in a block that runs whether the work succeeded or not"),
         );
     };
-    // An early exit between lock and unlock that no unlock on its own path precedes.
-    let exit = unit.exits.iter().find(|e| {
-        e.seq > lock_step.seq
-            && e.seq < final_unlock.seq
-            && e.owner != Some(lock_step.seq)
-            && !same
-                .iter()
-                .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
-    })?;
+    // An early exit between lock and unlock that no unlock on its own path precedes. An exit
+    // on the lock's own failure (`?` on it, `if let Err(e) = lock {..}`, `let Ok(_) = lock
+    // else {..}`) leaves without the lock.
+    let failed = |branch: &[usize]| {
+        unit.conditions
+            .iter()
+            .any(|c| c.failed && branch.contains(&c.branch) && c.from.contains(&lock_step.seq))
+    };
+    let exit = unit
+        .exits_between(lock_step.seq, final_unlock.seq)
+        .find(|e| {
+            e.owner != Some(lock_step.seq)
+                && !failed(&e.branch)
+                && !same
+                    .iter()
+                    .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
+        })?;
     Some(
         base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"))
             .label(exit.span, "returns without unlocking")

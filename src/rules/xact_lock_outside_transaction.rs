@@ -14,13 +14,53 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    for tx in cx.program.units.iter().flat_map(|u| &u.transactions) {
-        if tx.scope.is_autocommit() {
-            autocommit(tx, out);
-        } else if tx.scope != Scope::Unknown {
-            savepoints(tx, out);
+    for unit in &cx.program.units {
+        let first = out.len();
+        for tx in &unit.transactions {
+            if tx.scope.is_autocommit() {
+                autocommit(tx, out);
+            } else if tx.scope != Scope::Unknown {
+                savepoints(tx, out);
+            }
+        }
+        if unit.kind == UnitKind::Script {
+            for d in &mut out[first..] {
+                explain_script(cx, unit, d);
+            }
         }
     }
+}
+
+/// In a migration, say how txlint thinks it runs: a runner that does not wrap the file, or a
+/// file that looks like a migration but that txlint reads as a psql script; if a tool wraps it
+/// after all, `[[overrides]]` says so.
+fn explain_script(cx: &Context, unit: &Unit, d: &mut Diagnostic) {
+    let file = &cx.program.files[unit.span.file].display;
+    let looks_like_migration = file
+        .split('/')
+        .any(|part| part.to_ascii_lowercase().contains("migrat"));
+    match unit.runner {
+        Some(r) => {
+            d.message += &format!(
+                "; this file is a {} that runs outside a transaction ({})",
+                r.name, r.evidence
+            );
+        }
+        None if looks_like_migration => {
+            d.message += "; txlint does not know the tool that runs this migration and reads it as a psql script";
+        }
+        None => return,
+    }
+    // The glob is relative to the configuration's folder.
+    let rel = cx
+        .config
+        .relative(&cx.program.files[unit.span.file].path)
+        .to_string_lossy()
+        .replace('\\', "/");
+    let folder = rel.rsplit_once('/').map_or(".", |(d, _)| d);
+    d.help = Some(format!(
+        "if the tool runs this file inside a transaction, tell txlint in txlint.toml: `[[overrides]]` with `paths = [\"{folder}/**\"]` and `sql = {{ mode = \"transaction\" }}`; otherwise take the lock inside `BEGIN ... COMMIT` in the file"
+    ));
 }
 
 /// Locks taken where the transaction is the statement (or the simple-query message).
@@ -57,7 +97,7 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
                     format!("`{call}` is taken {} and released when this statement ends, before any work it should protect", outside(tx.executor)),
                 )
                 .note("released at the end of this statement")
-                .in_statement(step.span)
+                .in_step(step)
                 .help(format!(
                     "take the lock inside the transaction that does the protected work (`BEGIN; SELECT {call}; ...; COMMIT;`), or use the session-level `{}` with a matching unlock on the same connection",
                     a.function.replace("_xact", "")
@@ -72,7 +112,7 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
                     format!("`{}` is taken {} and the row locks are released when this statement ends", l.clause, outside(tx.executor)),
                 )
                 .note("rows unlocked again at the end of this statement")
-                .in_statement(step.span)
+                .in_step(step)
                 .help("run the locking read and the statements that depend on it in one transaction (`BEGIN; SELECT ... FOR UPDATE; UPDATE ...; COMMIT;`), or do the read and the write in one statement"),
             );
         }
@@ -83,7 +123,7 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
                     l.span,
                     format!("`LOCK TABLE` is used {}: PostgreSQL refuses it there (25P01), and no lock would outlive the statement", outside(tx.executor)),
                 )
-                .in_statement(step.span)
+                .in_step(step)
                 .help("put `LOCK TABLE` inside `BEGIN ... COMMIT`, before the statements it protects"),
             );
         }

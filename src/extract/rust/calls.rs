@@ -41,7 +41,10 @@ impl<'a> Walker<'a, '_> {
             && (CLIENT_METHODS.contains(&name.as_str())
                 || self.ix.config.rust.query_functions.contains(&name))
         {
-            sql.batch |= BATCH_METHODS.contains(&name.as_str());
+            // sqlx `conn.execute("...")` / `fetch_*("...")` given the string itself (not a
+            // `sqlx::query(..)`) send it as one simple-query message.
+            let bare = m.args.len() == 1 && !sql.prepared && SQLX_SIMPLE.contains(&name.as_str());
+            sql.batch |= bare || BATCH_METHODS.contains(&name.as_str());
             // tokio-postgres parameters: `&[&a, &b]`.
             if let Some(params) = m.args.iter().nth(1) {
                 let params = match params {
@@ -50,7 +53,8 @@ impl<'a> Walker<'a, '_> {
                 };
                 if let syn::Expr::Array(a) = params {
                     for e in &a.elems {
-                        sql.binds.push((self.flow(e), self.source_of(e)));
+                        let b = self.bound(e);
+                        sql.binds.push(b);
                     }
                 }
             }
@@ -77,7 +81,8 @@ impl<'a> Walker<'a, '_> {
             ("bind", Value::Sql(sql)) => {
                 let mut sql = sql.clone();
                 if let Some(e) = m.args.first() {
-                    sql.binds.push((self.flow(e), self.source_of(e)));
+                    let b = self.bound(e);
+                    sql.binds.push(b);
                 }
                 Value::Sql(sql)
             }
@@ -114,7 +119,7 @@ impl<'a> Walker<'a, '_> {
             // A helper method given a handle: walk it in place.
             _ => {
                 if args.iter().any(|a| matches!(a, Value::Handle(_))) {
-                    self.inline(&name, &args);
+                    self.inline(&name, &args, at);
                 }
                 // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
                 data_of(std::iter::once(&receiver).chain(&args))
@@ -146,11 +151,13 @@ impl<'a> Walker<'a, '_> {
             && let Some(mut sql) = first_sql(0)
         {
             sql.batch = name == "raw_sql";
+            sql.prepared = !sql.batch;
             return Value::Sql(sql);
         }
         if matches!(name, "from_string" | "from_sql_and_values")
-            && let Some(sql) = first_sql(1)
+            && let Some(mut sql) = first_sql(1)
         {
+            sql.prepared = true;
             return Value::Sql(sql);
         }
         if matches!(name, "from" | "new" | "Some" | "Ok")
@@ -204,7 +211,8 @@ impl<'a> Walker<'a, '_> {
             };
         }
         if args.iter().any(|a| matches!(a, Value::Handle(_))) {
-            self.inline(name, &args);
+            let at = self.span(c);
+            self.inline(name, &args, at);
         }
         match name {
             // Box::pin(async move {..}), Ok(x): the value passes through.
@@ -234,8 +242,10 @@ impl<'a> Walker<'a, '_> {
             };
             return match v {
                 Value::Sql(mut sql) => {
+                    sql.prepared = true;
                     for e in args.iter().skip(index + 1) {
-                        sql.binds.push((self.flow(e), self.source_of(e)));
+                        let b = self.bound(e);
+                        sql.binds.push(b);
                     }
                     Value::Sql(sql)
                 }
@@ -243,6 +253,18 @@ impl<'a> Walker<'a, '_> {
             };
         }
         match name.as_str() {
+            // `bail!(..)` leaves; `ensure!(cond, ..)` leaves unless `cond` holds.
+            "bail" => {
+                self.exprs(&args);
+                self.exit(mac, None, ExitKind::Return);
+                Value::None
+            }
+            "ensure" => {
+                self.exprs(&args);
+                let from = args.first().map(|c| self.flow(c)).unwrap_or_default();
+                self.in_arm(None, &from, false, |w| w.exit(mac, None, ExitKind::Return));
+                Value::None
+            }
             "include_str" => match args.first().map(|a| self.expr(a)) {
                 Some(Value::Sql(s)) => self.include_str(&s.text),
                 _ => Value::None,
@@ -336,6 +358,7 @@ impl<'a> Walker<'a, '_> {
             text,
             map: OffsetMap::shifted(0),
             batch: false,
+            prepared: false,
             binds: Vec::new(),
         })
     }
@@ -351,24 +374,45 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    /// Walk the function `name` in place, its parameters bound to `args`.
-    pub(super) fn inline(&mut self, name: &str, args: &[Value]) {
+    /// Walk the function `name` in place, its parameters bound to `args`; `at` is the call.
+    pub(super) fn inline(&mut self, name: &str, args: &[Value], at: Span) {
         let Some(i) = self.ix.function(name, self.file) else {
             return;
         };
         if self.stack.contains(&i) || self.stack.len() > 4 {
             return;
         }
-        self.shared.inlined.insert(i);
+        // A helper that only skipped test code calls is still analysed on its own.
+        if !self.test {
+            self.shared.inlined.insert(i);
+        }
         let f = &self.ix.fns[i];
         let saved_vars = std::mem::take(&mut self.vars);
         let saved_file = std::mem::replace(&mut self.file, f.file);
+        let saved_ordered = std::mem::take(&mut self.ordered);
         self.stack.push(i);
+        self.calls.push(at);
         self.params(f.sig, Some(args));
         self.block(f.block);
+        self.calls.pop();
         self.stack.pop();
         self.file = saved_file;
         self.vars = saved_vars;
+        self.ordered = saved_ordered;
+    }
+
+    /// A value bound to a statement parameter.
+    pub(super) fn bound(&self, e: &syn::Expr) -> Bind {
+        let text = value_text(&self.source_of(e));
+        let base = text.split(['.', '[']).next().unwrap_or(&text);
+        let sorted_element = text.contains('[') && self.sorted.contains(base);
+        let sources = self.ordered.get(base).cloned().unwrap_or_default();
+        Bind {
+            from: self.flow(e),
+            ordered: sorted_element || self.ordered.contains_key(base),
+            sources,
+            text,
+        }
     }
 
     /// Send `sql` through `handle`: one step per statement, in the handle's session walker.
@@ -397,14 +441,17 @@ impl<'a> Walker<'a, '_> {
             step.session = handle.session;
             step.branch = self.branch.clone();
             step.via = Some(via.clone());
+            step.calls = self.calls.clone();
             step.inputs = sql
                 .binds
                 .iter()
                 .enumerate()
-                .map(|(i, (from, text))| Input {
+                .map(|(i, b)| Input {
                     param: i + 1,
-                    from: from.iter().copied().collect(),
-                    text: text.clone(),
+                    from: b.from.iter().copied().collect(),
+                    text: b.text.clone(),
+                    ordered: b.ordered,
+                    sources: b.sources.clone(),
                 })
                 .collect();
             results.insert(step.seq);

@@ -42,16 +42,9 @@ pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, wh
             walker.push(step, seq);
         }
     }
-    front.out.units.push(Unit {
-        kind: UnitKind::RustFn,
-        name: None,
-        span: Span::new(id, 0..file.text.len()),
-        transactions: walker.finish(),
-        exits: Vec::new(),
-        conditions: Vec::new(),
-        loops: Vec::new(),
-        sessions: Vec::new(),
-    });
+    let mut unit = Unit::new(UnitKind::RustFn, None, Span::new(id, 0..file.text.len()));
+    unit.transactions = walker.finish();
+    front.out.units.push(unit);
 }
 
 /// String literals that are the first argument of a query macro or method in a token stream.

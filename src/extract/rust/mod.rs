@@ -46,9 +46,26 @@ const CLIENT_METHODS: &[&str] = &[
     "query_all",
     "copy_in",
     "copy_out",
+    "fetch",
+    "fetch_one",
+    "fetch_all",
+    "fetch_optional",
+    "fetch_many",
+    "execute_many",
 ];
 /// Of those, the ones that send a whole script in one simple-query message.
 const BATCH_METHODS: &[&str] = &["batch_execute", "simple_query", "execute_unprepared"];
+/// sqlx `Executor` methods: given a bare string (one argument, not a `sqlx::query(..)`), they
+/// send it with the simple-query protocol (`Execute for &str` has no arguments).
+const SQLX_SIMPLE: &[&str] = &[
+    "execute",
+    "execute_many",
+    "fetch",
+    "fetch_one",
+    "fetch_all",
+    "fetch_optional",
+    "fetch_many",
+];
 /// Builder methods that run the query on the executor given as their argument.
 const TERMINALS: &[&str] = &[
     "execute",
@@ -124,6 +141,7 @@ pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> 
     let mut units = Vec::new();
     for (i, f) in index.fns.iter().enumerate() {
         let mut w = Walker::new(&index, &mut front, &mut shared, f.file);
+        w.test = f.test && !config.include_tests;
         w.stack.push(i);
         w.params(f.sig, None);
         w.block(f.block);
@@ -217,6 +235,8 @@ fn parse(id: FileId, file: &SourceFile) -> Result<Parsed, Unparsed> {
 struct FnDef<'a> {
     file: usize,
     name: String,
+    /// `#[test]`, `#[tokio::test]`, ..., or inside `#[cfg(test)]`.
+    test: bool,
     sig: &'a syn::Signature,
     block: &'a syn::Block,
     span: Span,
@@ -236,22 +256,35 @@ struct Index<'a> {
 struct Collector<'a, 'i> {
     ix: &'i mut Index<'a>,
     file: usize,
+    /// Inside `#[cfg(test)]` (a module or an item).
+    in_test: bool,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
-        self.add(&f.sig, &f.block, f);
-        syn::visit::visit_item_fn(self, f);
+        let test = self.in_test || is_test(&f.attrs);
+        self.add(&f.sig, &f.block, f, test);
+        self.nested(test, |c| syn::visit::visit_item_fn(c, f));
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
-        self.add(&f.sig, &f.block, f);
-        syn::visit::visit_impl_item_fn(self, f);
+        let test = self.in_test || is_test(&f.attrs);
+        self.add(&f.sig, &f.block, f, test);
+        self.nested(test, |c| syn::visit::visit_impl_item_fn(c, f));
     }
     fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
+        let test = self.in_test || is_test(&f.attrs);
         if let Some(block) = &f.default {
-            self.add(&f.sig, block, f);
+            self.add(&f.sig, block, f, test);
         }
-        syn::visit::visit_trait_item_fn(self, f);
+        self.nested(test, |c| syn::visit::visit_trait_item_fn(c, f));
+    }
+    fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+        let test = self.in_test || is_test(&m.attrs);
+        self.nested(test, |c| syn::visit::visit_item_mod(c, m));
+    }
+    fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
+        let test = self.in_test || is_test(&i.attrs);
+        self.nested(test, |c| syn::visit::visit_item_impl(c, i));
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
         self.ix
@@ -272,13 +305,49 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
 }
 
+/// `#[test]`, `#[tokio::test]`, `#[sqlx::test]`, `#[rstest]`, `#[test_case(..)]`, `#[bench]`,
+/// or `#[cfg(test)]` (also inside `all(..)`, not inside `not(..)`).
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let path = a.path();
+        let last = path.segments.last().map(|s| s.ident.to_string());
+        match last.as_deref() {
+            Some("test" | "rstest" | "test_case" | "bench") => true,
+            Some("cfg") if path.segments.len() == 1 => {
+                let syn::Meta::List(list) = &a.meta else {
+                    return false;
+                };
+                let tokens = list.tokens.to_string();
+                tokens
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|w| w == "test")
+                    && !tokens.contains("not")
+            }
+            _ => false,
+        }
+    })
+}
+
 impl<'a> Collector<'a, '_> {
-    fn add(&mut self, sig: &'a syn::Signature, block: &'a syn::Block, node: &impl Spanned) {
+    fn nested(&mut self, test: bool, f: impl FnOnce(&mut Self)) {
+        let outer = std::mem::replace(&mut self.in_test, test);
+        f(self);
+        self.in_test = outer;
+    }
+
+    fn add(
+        &mut self,
+        sig: &'a syn::Signature,
+        block: &'a syn::Block,
+        node: &impl Spanned,
+        test: bool,
+    ) {
         let p = &self.ix.parsed[self.file];
         let i = self.ix.fns.len();
         self.ix.fns.push(FnDef {
             file: self.file,
             name: sig.ident.to_string(),
+            test: test || self.ix.config.is_test_path(&p.path),
             sig,
             block,
             span: p.span(node),
@@ -302,7 +371,12 @@ impl<'a> Index<'a> {
             fields: HashMap::new(),
         };
         for (file, p) in parsed.iter().enumerate() {
-            Collector { ix: &mut ix, file }.visit_file(&p.ast);
+            Collector {
+                ix: &mut ix,
+                file,
+                in_test: false,
+            }
+            .visit_file(&p.ast);
         }
         ix
     }
@@ -338,8 +412,58 @@ struct Sql {
     map: OffsetMap,
     /// Sent as one simple-query message (several statements, one implicit transaction).
     batch: bool,
-    /// Values bound so far, in parameter order: where they come from, and their text.
-    binds: Vec<(Flow, String)>,
+    /// Made a prepared statement (`sqlx::query(..)`, `query!`, sea-orm `Statement`): sent
+    /// with the extended protocol, one statement.
+    prepared: bool,
+    /// Values bound so far, in parameter order.
+    binds: Vec<Bind>,
+}
+
+/// A host value bound to a parameter.
+#[derive(Clone, Debug)]
+struct Bind {
+    /// The steps whose results it is computed from.
+    from: Flow,
+    /// The value, normalised (see [`value_text`]).
+    text: String,
+    /// In key order with the other keys (see [`Input::ordered`]).
+    ordered: bool,
+    /// What it was put in order from (see [`Input::sources`]).
+    sources: Vec<String>,
+}
+
+/// A host expression as a value: `&x`, `*x`, `x.clone()`, `x.as_str()`, `x.to_string()` and
+/// the like are all `x`.
+fn value_text(source: &str) -> String {
+    let mut t = source.trim();
+    loop {
+        let before = t;
+        t = t.trim_start_matches('&').trim_start();
+        t = t.strip_prefix("mut ").unwrap_or(t).trim_start();
+        t = t.trim_start_matches('*');
+        for suffix in [
+            ".clone()",
+            ".as_str()",
+            ".to_string()",
+            ".to_owned()",
+            ".as_ref()",
+            ".into()",
+            ".as_slice()",
+            ".borrow()",
+            ".deref()",
+            ".as_deref()",
+        ] {
+            t = t.strip_suffix(suffix).unwrap_or(t);
+        }
+        if let Some(inner) = t.strip_prefix('(').and_then(|x| x.strip_suffix(')'))
+            && !inner.contains(',')
+        {
+            t = inner;
+        }
+        if t == before {
+            return t.to_string();
+        }
+    }
 }
 
 /// The steps whose results a host value is computed from.
@@ -398,8 +522,16 @@ struct Walker<'a, 'w> {
     exits: Vec<Exit>,
     conditions: Vec<Condition>,
     loops: Vec<Loop>,
+    choices: Vec<Vec<usize>>,
     /// Collections sorted in place so far (`ids.sort()`).
     sorted: HashSet<String>,
+    /// Variables computed to be in key order (`let lo = a.min(b)`), with the names they were
+    /// computed from.
+    ordered: HashMap<String, Vec<String>>,
+    /// Call sites of the helpers being walked in place, outermost first.
+    calls: Vec<Span>,
+    /// Walking test code that the rules skip: helpers it calls are still walked on their own.
+    test: bool,
     /// Sequence number of the last step emitted.
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.

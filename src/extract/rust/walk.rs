@@ -28,7 +28,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             exits: Vec::new(),
             conditions: Vec::new(),
             loops: Vec::new(),
+            choices: Vec::new(),
             sorted: HashSet::new(),
+            ordered: HashMap::new(),
+            calls: Vec::new(),
+            test: false,
             last_step: None,
             stack: Vec::new(),
         }
@@ -66,16 +70,15 @@ impl<'a, 'w> Walker<'a, 'w> {
             .filter(|t| !t.steps.is_empty())
             .collect();
         transactions.sort_by_key(|t| t.steps[0].seq);
-        Unit {
-            kind: UnitKind::RustFn,
-            name: Some(f.name.clone()),
-            span: f.span,
-            transactions,
-            exits: self.exits,
-            conditions: self.conditions,
-            loops: self.loops,
-            sessions: self.sessions,
-        }
+        let mut unit = Unit::new(UnitKind::RustFn, Some(f.name.clone()), f.span);
+        unit.transactions = transactions;
+        unit.exits = self.exits;
+        unit.conditions = self.conditions;
+        unit.loops = self.loops;
+        unit.sessions = self.sessions;
+        unit.choices = self.choices;
+        unit.test = f.test;
+        unit
     }
 
     // ---- handles ----
@@ -189,10 +192,23 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let value = match &local.init {
                     Some(init) => {
                         let v = self.expr(&init.expr);
+                        // `let Some(row) = row else { return .. }`: the else arm is taken on the
+                        // value, and leaves; `let Ok(..) = x else` is taken when `x` failed.
                         if let Some((_, diverge)) = &init.diverge {
-                            self.in_branch(|w| {
+                            let from = self.flow_of(&v, &init.expr);
+                            let failed = pattern_is(&local.pat, "Ok");
+                            self.in_arm(None, &from, failed, |w| {
                                 w.expr(diverge);
+                                w.exit(diverge, None, ExitKind::Return);
                             });
+                        }
+                        if orders(&init.expr) {
+                            let mut names = Vec::new();
+                            collect_idents(&local.pat, &mut names);
+                            let sources = used_names(&init.expr);
+                            for n in names {
+                                self.ordered.insert(n, sources.clone());
+                            }
                         }
                         self.or_data(v, &init.expr)
                     }
@@ -223,6 +239,16 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             v => v,
         }
+    }
+
+    /// The steps whose results `e`, which evaluated to `v`, carries: the statements it ran
+    /// itself and the variables it uses.
+    pub(super) fn flow_of(&self, v: &Value, e: &syn::Expr) -> Flow {
+        let mut flow = self.flow(e);
+        if let Value::Data(f) = v {
+            flow.extend(f.iter().copied());
+        }
+        flow
     }
 
     /// The steps whose results the variables used in `e` carry.
@@ -321,25 +347,46 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     pub(super) fn in_branch<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        self.in_branch_on(&Flow::new(), f)
+        self.in_arm(None, &Flow::new(), false, f)
     }
 
-    /// A branch arm taken on a condition computed from the results of the steps in `from`.
-    pub(super) fn in_branch_on<R>(&mut self, from: &Flow, f: impl FnOnce(&mut Self) -> R) -> R {
+    /// A new group of alternative arms (`if`/`else`, `match`).
+    pub(super) fn choice(&mut self) -> usize {
+        self.choices.push(Vec::new());
+        self.choices.len() - 1
+    }
+
+    /// A branch arm, one of the alternatives of `choice` if given, taken on a condition computed
+    /// from the results of the steps in `from` (when those steps `failed`, for an `Err` arm).
+    /// Names bound inside do not outlive it.
+    pub(super) fn in_arm<R>(
+        &mut self,
+        choice: Option<usize>,
+        from: &Flow,
+        failed: bool,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
         self.next_branch += 1;
-        self.branch.push(self.next_branch);
+        let arm = self.next_branch;
+        self.branch.push(arm);
+        if let Some(c) = choice {
+            self.choices[c].push(arm);
+        }
         if !from.is_empty() {
             self.conditions.push(Condition {
-                branch: self.next_branch,
+                branch: arm,
                 from: from.iter().copied().collect(),
+                failed,
             });
         }
+        let outer = self.vars.clone();
         let r = f(self);
+        self.vars = outer;
         self.branch.pop();
         r
     }
 
-    pub(super) fn exit(&mut self, node: &impl Spanned, owner: Option<usize>) {
+    pub(super) fn exit(&mut self, node: &impl Spanned, owner: Option<usize>, kind: ExitKind) {
         let seq = self.next_seq();
         let span = self.span(node);
         self.exits.push(Exit {
@@ -347,6 +394,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             span,
             owner,
             branch: self.branch.clone(),
+            kind,
         });
     }
 
@@ -378,14 +426,28 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let before = self.seq;
                 let v = self.expr(&t.expr);
                 let owner = self.last_step.filter(|&s| s > before);
-                self.exit(&t.question_token, owner);
+                // `row.ok_or(NotFound)?` leaves on the value; any other `?` when a call failed.
+                let kind = match &*t.expr {
+                    E::MethodCall(m) if m.method == "ok_or" || m.method == "ok_or_else" => {
+                        ExitKind::Return
+                    }
+                    _ => ExitKind::Propagate,
+                };
+                if kind == ExitKind::Return {
+                    let from = self.flow(&t.expr);
+                    self.in_arm(None, &from, false, |w| {
+                        w.exit(&t.question_token, None, kind)
+                    });
+                } else {
+                    self.exit(&t.question_token, owner, kind);
+                }
                 v
             }
             E::Return(r) => {
                 if let Some(x) = &r.expr {
                     self.expr(x);
                 }
-                self.exit(r, None);
+                self.exit(r, None, ExitKind::Return);
                 Value::None
             }
             E::Binary(b) => {
@@ -396,19 +458,35 @@ impl<'a, 'w> Walker<'a, 'w> {
                 }
             }
             E::If(i) => {
-                self.expr(&i.cond);
-                let from = self.flow(&i.cond);
-                self.in_branch_on(&from, |w| w.block(&i.then_branch));
+                let v = self.expr(&i.cond);
+                let from = self.flow_of(&v, &i.cond);
+                // `if let Err(e) = x` is taken when `x` failed; so is the else of `if let Ok(..)`.
+                let (pat, data) = match &*i.cond {
+                    E::Let(l) => (Some(&*l.pat), self.or_data(v, &l.expr)),
+                    _ => (None, Value::None),
+                };
+                let is = |name| pat.is_some_and(|p| pattern_is(p, name));
+                let c = self.choice();
+                self.in_arm(Some(c), &from, is("Err"), |w| {
+                    if let Some(p) = pat {
+                        w.bind(p, data.clone());
+                    }
+                    w.block(&i.then_branch)
+                });
                 if let Some((_, other)) = &i.else_branch {
-                    self.in_branch_on(&from, |w| w.expr(other));
+                    self.in_arm(Some(c), &from, is("Ok"), |w| w.expr(other));
                 }
                 Value::None
             }
             E::Match(m) => {
-                self.expr(&m.expr);
-                let from = self.flow(&m.expr);
+                let v = self.expr(&m.expr);
+                let from = self.flow_of(&v, &m.expr);
+                let data = self.or_data(v, &m.expr);
+                let c = self.choice();
                 for arm in &m.arms {
-                    self.in_branch_on(&from, |w| {
+                    let failed = pattern_is(&arm.pat, "Err");
+                    self.in_arm(Some(c), &from, failed, |w| {
+                        w.bind(&arm.pat, data.clone());
                         if let Some((_, g)) = &arm.guard {
                             w.expr(g);
                         }
@@ -523,6 +601,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 text,
                 map,
                 batch: false,
+                prepared: false,
                 binds: Vec::new(),
             }),
             None => Value::None,
@@ -596,6 +675,95 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             None => Value::None,
         }
+    }
+}
+
+/// The pattern is `Name(..)` (`Err(e)`, `Ok(_)`, `Some(row)`), possibly qualified.
+pub(super) fn pattern_is(pat: &syn::Pat, name: &str) -> bool {
+    match pat {
+        syn::Pat::TupleStruct(t) => t.path.segments.last().is_some_and(|s| s.ident == name),
+        syn::Pat::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == name),
+        syn::Pat::Ident(p) => p.subpat.as_ref().is_some_and(|(_, s)| pattern_is(s, name)),
+        _ => false,
+    }
+}
+
+/// The expression puts keys in order: `a.min(b)`, `cmp::max(a, b)`, or a pair swapped on a
+/// comparison (`if a < b { (a, b) } else { (b, a) }`).
+pub(super) fn orders(e: &syn::Expr) -> bool {
+    struct Finds(bool);
+    impl<'a> Visit<'a> for Finds {
+        fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+            self.0 |= matches!(m.method.to_string().as_str(), "min" | "max" | "minmax");
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                self.0 |= p
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "min" || s.ident == "max");
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let swapped = match e {
+        syn::Expr::If(i) => {
+            let compares = matches!(&*i.cond, syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_)));
+            let tail = |b: &syn::Block| match b.stmts.last() {
+                Some(syn::Stmt::Expr(syn::Expr::Tuple(t), None)) if t.elems.len() == 2 => {
+                    Some(t.elems.iter().map(quote_path).collect::<Vec<_>>())
+                }
+                _ => None,
+            };
+            let other = match &i.else_branch {
+                Some((_, e)) => match &**e {
+                    syn::Expr::Block(b) => tail(&b.block),
+                    _ => None,
+                },
+                None => None,
+            };
+            match (tail(&i.then_branch), other) {
+                (Some(a), Some(b)) => compares && a.len() == 2 && a[0] == b[1] && a[1] == b[0],
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    let mut f = Finds(false);
+    f.visit_expr(e);
+    swapped || f.0
+}
+
+/// The plain names an expression uses (`a`, `b` in `if a < b { (a, b) } else { (b, a) }`).
+fn used_names(e: &syn::Expr) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'a> Visit<'a> for Names {
+        fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+            if let Some(id) = p.path.get_ident() {
+                let n = id.to_string();
+                if !self.0.contains(&n) {
+                    self.0.push(n);
+                }
+            }
+        }
+    }
+    let mut n = Names(Vec::new());
+    n.visit_expr(e);
+    n.0
+}
+
+/// A path expression's name (`a`, `x.id`), for comparing the elements of swapped pairs.
+fn quote_path(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Field(f) => match &f.member {
+            syn::Member::Named(n) => Some(format!("{}.{n}", quote_path(&f.base)?)),
+            syn::Member::Unnamed(i) => Some(format!("{}.{}", quote_path(&f.base)?, i.index)),
+        },
+        syn::Expr::Reference(r) => quote_path(&r.expr),
+        _ => None,
     }
 }
 
