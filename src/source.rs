@@ -187,6 +187,39 @@ impl OffsetMap {
         }
     }
 
+    /// `text` (whose bytes this map places) with `edits` applied, and the map of the result:
+    /// kept bytes stay where they were; the bytes of a replacement all sit where the text it
+    /// replaces started, and the text after it where that text ended. `edits` are sorted and
+    /// do not overlap.
+    pub fn splice(&self, text: &str, edits: &[(Range<usize>, String)]) -> (String, OffsetMap) {
+        let mut out = String::with_capacity(text.len());
+        let mut map = OffsetMap {
+            segments: Vec::new(),
+        };
+        let mut at = 0;
+        let keep = |out: &mut String, map: &mut OffsetMap, from: usize, to: usize| {
+            map.push(out.len(), self.host(from));
+            for &(s, h) in self.segments.iter().filter(|(s, _)| *s > from && *s < to) {
+                map.push(out.len() + (s - from), h);
+            }
+            out.push_str(&text[from..to]);
+        };
+        for (range, with) in edits {
+            keep(&mut out, &mut map, at, range.start);
+            let host = self.host(range.start);
+            for i in 0..with.len() {
+                map.push(out.len() + i, host);
+            }
+            out.push_str(with);
+            at = range.end;
+        }
+        keep(&mut out, &mut map, at, text.len());
+        if map.segments.is_empty() {
+            map.segments.push((0, self.host(0)));
+        }
+        (out, map)
+    }
+
     /// Compose: a map for a snippet taken at `offset` inside this map's snippet.
     pub fn sub(&self, offset: usize) -> Self {
         let mut segments = vec![(0, self.host(offset))];
@@ -212,6 +245,29 @@ mod tests {
         let x = text.find('x').unwrap();
         let lc = idx.line_col(text, x);
         assert_eq!((lc.line, lc.column, lc.column_utf16), (2, 4, 5));
+    }
+
+    #[test]
+    fn splice_places_replacements_on_what_they_replace() {
+        // `SELECT * FROM {} WHERE id = $1` at host offset 100, `{}` filled with `jobs`.
+        let text = "SELECT * FROM {} WHERE id = $1";
+        let m = OffsetMap::shifted(100);
+        let (out, map) = m.splice(text, &[(14..16, "jobs".to_string())]);
+        assert_eq!(out, "SELECT * FROM jobs WHERE id = $1");
+        assert_eq!(map.host(0), 100);
+        assert_eq!(map.host(14), 114);
+        assert_eq!(
+            map.host(17),
+            114,
+            "inside the replacement: the placeholder's start"
+        );
+        let w = out.find("WHERE").unwrap();
+        assert_eq!(map.host(w), 100 + text.find("WHERE").unwrap());
+        assert_eq!(
+            map.host_range(14..18),
+            114..116,
+            "the table spans the placeholder"
+        );
     }
 
     #[test]

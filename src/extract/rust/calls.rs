@@ -285,9 +285,8 @@ impl<'a> Walker<'a, '_> {
                 self.exprs(args.iter().skip(1));
                 match first {
                     // `format!("SELECT ... {table}")` builds SQL ...
-                    Some(Value::Sql(mut s)) if looks_like_sql(&s.text) => {
-                        s.text = blank_format_placeholders(&s.text);
-                        Value::Sql(s)
+                    Some(Value::Sql(s)) if looks_like_sql(&s.text) => {
+                        Value::Sql(self.fill_format(s, &args.iter().skip(1).collect::<Vec<_>>()))
                     }
                     // ... `format!("{}{}", row.name, suffix)` builds data.
                     _ => {
@@ -306,6 +305,53 @@ impl<'a> Walker<'a, '_> {
                 Value::None
             }
         }
+    }
+
+    /// A `format!` string with its placeholders filled: the text of an argument that is SQL
+    /// text itself (a `const TABLE: &str`, a variable holding a literal) is put in; any other
+    /// argument becomes a hole of underscores (a name txlint does not know). Positions stay
+    /// on the source: filled-in text sits on its placeholder.
+    pub(super) fn fill_format(&mut self, fmt: Sql, args: &[&syn::Expr]) -> Sql {
+        let mut positional = args
+            .iter()
+            .filter(|a| !matches!(a, syn::Expr::Assign(_)))
+            .copied();
+        let positional_list: Vec<&syn::Expr> = positional.clone().collect();
+        let named = |name: &str| {
+            args.iter().find_map(|a| match a {
+                syn::Expr::Assign(x) => match &*x.left {
+                    syn::Expr::Path(p) if p.path.is_ident(name) => Some(&*x.right),
+                    _ => None,
+                },
+                _ => None,
+            })
+        };
+        let mut edits = Vec::new();
+        for (range, what) in placeholders(&fmt.text) {
+            let name = match what {
+                Err(brace) => {
+                    edits.push((range, brace.to_string()));
+                    continue;
+                }
+                Ok(name) => name,
+            };
+            let arg: Option<syn::Expr> = if name.is_empty() {
+                positional.next().cloned()
+            } else if let Ok(n) = name.parse::<usize>() {
+                positional_list.get(n).map(|e| (*e).clone())
+            } else {
+                named(&name)
+                    .cloned()
+                    .or_else(|| syn::parse_str::<syn::Expr>(&name).ok())
+            };
+            let text = match arg.map(|a| self.sql_only(&a)) {
+                Some(Value::Sql(v)) if !v.text.contains(['\n', ';']) => v.text,
+                _ => "_".repeat(range.len()),
+            };
+            edits.push((range, text));
+        }
+        let (text, map) = fmt.map.splice(&fmt.text, &edits);
+        Sql { text, map, ..fmt }
     }
 
     /// `query_file!("queries/x.sql")`: the file relative to the crate's manifest folder.
@@ -520,34 +566,31 @@ fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value {
     }
 }
 
-/// `format!` placeholders (`{}`, `{name}`) become underscores and `{{`/`}}` one brace and a
-/// space, so the literal parts keep their positions.
-fn blank_format_placeholders(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek()) {
-            ('{', Some('{')) | ('}', Some('}')) => {
-                chars.next();
-                out.push(c);
-                out.push(' ');
+/// The placeholders of a `format!` string: byte range, and what names the argument (`""` for
+/// the next positional one, a number, or a name). `{{` and `}}` come as ranges to replace with
+/// one brace (`Some('{')`).
+fn placeholders(s: &str) -> Vec<(std::ops::Range<usize>, Result<String, char>)> {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            (b'{', Some(b'{')) | (b'}', Some(b'}')) => {
+                out.push((i..i + 2, Err(b[i] as char)));
+                i += 2;
             }
-            ('{', _) => {
-                let mut n = 1;
-                for d in chars.by_ref() {
-                    n += d.len_utf8();
-                    if d == '}' {
-                        break;
-                    }
-                }
-                out.push_str(&"_".repeat(n));
+            (b'{', _) => {
+                let end = s[i..].find('}').map_or(s.len(), |j| i + j + 1);
+                let inner = &s[i + 1..end.saturating_sub(1).max(i + 1)];
+                let name = inner.split(':').next().unwrap_or("").trim().to_string();
+                out.push((i..end, Ok(name)));
+                i = end;
             }
-            _ => out.push(c),
+            _ => i += 1,
         }
     }
     out
 }
-
 fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }

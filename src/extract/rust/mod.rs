@@ -532,6 +532,8 @@ struct Walker<'a, 'w> {
     calls: Vec<Span>,
     /// Walking test code that the rules skip: helpers it calls are still walked on their own.
     test: bool,
+    /// Constants being resolved through other constants.
+    const_depth: usize,
     /// Sequence number of the last step emitted.
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.

@@ -33,6 +33,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             ordered: HashMap::new(),
             calls: Vec::new(),
             test: false,
+            const_depth: 0,
             last_step: None,
             stack: Vec::new(),
         }
@@ -631,22 +632,32 @@ impl<'a, 'w> Walker<'a, 'w> {
                     _ => None,
                 }
             });
-        if let Some((file, expr)) = konst {
+        // A constant defined from another: follow a few, never a cycle.
+        if let Some((file, expr)) = konst
+            && self.const_depth < 8
+        {
             let here = std::mem::replace(&mut self.file, file);
+            self.const_depth += 1;
             let v = self.sql_only(expr);
+            self.const_depth -= 1;
             self.file = here;
             return v;
         }
         Value::None
     }
 
-    /// The SQL value of a constant's expression, without walking anything else.
+    /// The SQL value of a constant's expression (or a name of one), without walking anything
+    /// else.
     pub(super) fn sql_only(&mut self, e: &syn::Expr) -> Value {
         match e {
             syn::Expr::Lit(l) => self.literal(&l.lit),
             syn::Expr::Macro(m) => self.mac(&m.mac),
             syn::Expr::Reference(r) => self.sql_only(&r.expr),
             syn::Expr::Paren(p) => self.sql_only(&p.expr),
+            syn::Expr::Path(p) => match self.path(&p.path) {
+                v @ Value::Sql(_) => v,
+                _ => Value::None,
+            },
             _ => Value::None,
         }
     }
