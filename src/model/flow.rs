@@ -77,6 +77,46 @@ pub fn flows_from(o: &Operand, r: &Step, w: &Step, tainted: &BTreeSet<String>) -
         .any(|i| is_var(i, w) && tainted.contains(i.split('.').next().unwrap_or(i)))
 }
 
+/// The row lock that a count or sum over a set relies on: a locking read of rows (not the very
+/// rows counted) earlier in the same transaction, which an advisory lock, SERIALIZABLE or a
+/// data-modifying statement does not make moot. `row-lock-predicate-gap` reports this shape at
+/// the count; `check-then-act` leaves it to that rule, so one race gives one finding.
+pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t Step> {
+    let rf = &read.facts;
+    if rf.kind != StmtKind::Select
+        || !rf.row_locks.is_empty()
+        || !rf.aggregates.iter().any(|a| a != "exists")
+        || matches!(tx.scope, Scope::Autocommit | Scope::Unknown)
+        || tx.isolation == Isolation::Serializable
+    {
+        return None;
+    }
+    let keys = |s: &Step| -> Vec<(String, String)> {
+        s.facts
+            .filters
+            .iter()
+            .map(|p| (p.column.clone(), value_key(&p.value, s)))
+            .collect()
+    };
+    tx.steps.iter().find(|l| {
+        let Some(lock) = l.facts.row_locks.first() else {
+            return false;
+        };
+        let locked: Vec<&str> = l
+            .facts
+            .reads
+            .iter()
+            .filter(|t| lock.of.is_empty() || lock.of.contains(&t.name))
+            .map(|t| t.name.as_str())
+            .collect();
+        let same_set =
+            rf.reads.iter().all(|t| locked.contains(&t.name.as_str())) && keys(read) == keys(l);
+        let serialised =
+            tx.isolation == Isolation::ReadCommitted && advisory_before(tx, l.seq).is_some();
+        l.seq < read.seq && !l.facts.modifies && !same_set && !serialised
+    })
+}
+
 /// A transaction-scoped advisory lock taken in `tx` before `seq`.
 pub fn advisory_before(tx: &Transaction, seq: usize) -> Option<&AdvisoryCall> {
     tx.steps

@@ -3,7 +3,9 @@
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, advisory_before, flows_from, is_var, tainted_vars, value_key};
+use crate::model::flow::{
+    At, advisory_before, flows_from, is_var, one_row_lock_before, tainted_vars, value_key,
+};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -87,7 +89,8 @@ fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Di
     {
         return None;
     }
-    if wf.on_conflict {
+    // A count over a set behind a lock on one row: row-lock-predicate-gap's finding.
+    if wf.on_conflict || (same_tx && one_row_lock_before(w.txn, r.step).is_some()) {
         return None;
     }
     let inserted: Vec<String> = wf.inserts.iter().map(|(c, _)| c.clone()).collect();
