@@ -11,13 +11,7 @@ use crate::diagnostic::Severity;
 
 pub const FILE_NAME: &str = "txlint.toml";
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dialect {
-    #[default]
-    Postgres,
-    Mysql,
-}
+pub use crate::source::Dialect;
 
 /// How the statements of a `.sql` file reach the database.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -38,6 +32,7 @@ pub enum SqlMode {
 #[serde(rename_all = "lowercase")]
 pub enum RuleLevel {
     Off,
+    Info,
     Warning,
     Error,
 }
@@ -98,7 +93,8 @@ pub struct Override {
 /// How one `.sql` file is read, as configured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileSettings {
-    pub dialect: Dialect,
+    /// `None` when the configuration leaves it to txlint (see `extract::dialects`).
+    pub dialect: Option<Dialect>,
     /// `None` when the configuration leaves it to txlint (see `extract::runners`).
     pub mode: Option<SqlMode>,
 }
@@ -106,8 +102,10 @@ pub struct FileSettings {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Unset: PostgreSQL, unless txlint tells another database from a file's name, folder or
+    /// content, the Rust types that send it, or the crate's dependencies.
     #[serde(default)]
-    pub dialect: Dialect,
+    pub dialect: Option<Dialect>,
     /// Globs (relative to the config file's folder) a file must match to be linted.
     #[serde(default)]
     pub include: Vec<String>,
@@ -248,7 +246,7 @@ impl Config {
         for o in &self.overrides {
             if o.matcher.as_ref().is_some_and(|m| m.is_match(&rel)) {
                 if let Some(d) = o.dialect {
-                    s.dialect = d;
+                    s.dialect = Some(d);
                 }
                 if let Some(mode) = o.sql.as_ref().and_then(|sql| sql.mode) {
                     s.mode = Some(mode);
@@ -270,6 +268,7 @@ impl Config {
     pub fn severity(&self, rule: &crate::rules::Rule) -> Option<Severity> {
         match self.rules.get(rule.name) {
             Some(RuleLevel::Off) => None,
+            Some(RuleLevel::Info) => Some(Severity::Info),
             Some(RuleLevel::Warning) => Some(Severity::Warning),
             Some(RuleLevel::Error) => Some(Severity::Error),
             None => Some(rule.severity),
@@ -287,7 +286,7 @@ mod tests {
             "dialect = \"mysql\"\nexclude = [\"old/**\"]\n[sql]\nmode = \"transaction\"\n[rules]\nsyntax-error = \"off\"\n",
         )
         .unwrap();
-        assert_eq!(c.dialect, Dialect::Mysql);
+        assert_eq!(c.dialect, Some(Dialect::Mysql));
         assert_eq!(c.sql.mode, Some(SqlMode::Transaction));
         assert_eq!(c.rules.get("syntax-error"), Some(&RuleLevel::Off));
     }
@@ -303,21 +302,21 @@ mod tests {
         assert_eq!(
             at("/app/db/a.sql"),
             FileSettings {
-                dialect: Dialect::Postgres,
+                dialect: None,
                 mode: None
             }
         );
         assert_eq!(
             at("/app/migrations/1.sql"),
             FileSettings {
-                dialect: Dialect::Postgres,
+                dialect: None,
                 mode: Some(SqlMode::Transaction)
             }
         );
         assert_eq!(
             at("/app/migrations/mysql/1.sql"),
             FileSettings {
-                dialect: Dialect::Mysql,
+                dialect: Some(Dialect::Mysql),
                 mode: Some(SqlMode::Transaction)
             }
         );

@@ -7,6 +7,8 @@ use crate::source::Span;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// txlint's own limits (a statement it could not parse): never fails a run by default.
+    Info,
     Warning,
     Error,
 }
@@ -14,6 +16,7 @@ pub enum Severity {
 impl Severity {
     pub fn as_str(self) -> &'static str {
         match self {
+            Severity::Info => "info",
             Severity::Warning => "warning",
             Severity::Error => "error",
         }

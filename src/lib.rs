@@ -98,7 +98,10 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         .map(|&i| absolute(&program.files[i].path))
         .collect();
     let sqlc = extract::runners::sqlc_queries(&sql_paths);
-    let mut extracted = extract_sql_parallel(&program.files, &sql, config, &sqlc);
+    // The crate a .sql file belongs to names its database when nothing closer does.
+    let mut crates = extract::dialects::Crates::default();
+    let crate_dialects: Vec<_> = sql_paths.iter().map(|p| crates.of(p)).collect();
+    let mut extracted = extract_sql_parallel(&program.files, &sql, config, &sqlc, &crate_dialects);
     if !rust.is_empty() {
         extracted.push(extract::rust::extract(&mut program.files, &rust, config));
     }
@@ -107,12 +110,16 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
         .flat_map(|x| x.embedded.iter().copied())
         .collect();
     let mut routines = Vec::new();
-    for x in extracted {
+    let scripts = sql.len();
+    for (i, x) in extracted.into_iter().enumerate() {
         stats += x.stats;
         routines.extend(x.routines);
+        // A SQL file Rust code sends is parsed where it is sent (a template may only be the
+        // head of a statement the code completes): what it gave as a script is not reported.
         diagnostics.extend(
             x.failures
                 .iter()
+                .filter(|f| i >= scripts || !embedded.contains(&f.span.file))
                 .map(rules::syntax_error::syntax_error_diagnostic),
         );
         program.units.extend(x.units);
@@ -127,7 +134,13 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     }
     let superseded: std::collections::HashMap<Span, Span> =
         extract::superseded(&routines).into_iter().collect();
-    for unit in std::mem::take(&mut program.units) {
+    for mut unit in std::mem::take(&mut program.units) {
+        if let Some((other, dialect)) = unit.split_off_dialects() {
+            program.skipped.push((other, model::Skip::Dialect(dialect)));
+            if unit.transactions.is_empty() {
+                continue;
+            }
+        }
         let gone = (unit.kind == model::UnitKind::Routine)
             .then(|| superseded.get(&unit.span))
             .flatten();
@@ -188,12 +201,27 @@ fn extract_sql_parallel(
     ids: &[usize],
     config: &Config,
     sqlc: &[PathBuf],
+    crate_dialects: &[Option<source::Dialect>],
 ) -> Vec<extract::Extracted> {
+    let by_id: std::collections::HashMap<usize, Option<source::Dialect>> = ids
+        .iter()
+        .copied()
+        .zip(crate_dialects.iter().copied())
+        .collect();
     let one = |id: usize| {
         let f = &files[id];
         let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
         let runner = extract::runners::detect(&abs, &f.text, sqlc);
-        extract::sql::extract(id, &f.text, config.settings_for(&f.path), runner)
+        let settings = config.settings_for(&f.path);
+        // The configuration decides; else the file's folder or name, its content, its crate.
+        let dialect = settings
+            .dialect
+            .or(config.dialect)
+            .or_else(|| extract::dialects::of_path(&config.relative(&f.path)))
+            .or_else(|| extract::dialects::of_text(&f.text))
+            .or(by_id.get(&id).copied().flatten())
+            .unwrap_or_default();
+        extract::sql::extract(id, &f.text, dialect, settings, runner)
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())

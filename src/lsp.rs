@@ -162,7 +162,11 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
             };
             json!({
                 "range": range(file, d.span, utf8),
-                "severity": if d.severity == Severity::Error { 1 } else { 2 },
+                "severity": match d.severity {
+                    Severity::Error => 1,
+                    Severity::Warning => 2,
+                    Severity::Info => 3,
+                },
                 "code": d.rule,
                 "source": "txlint",
                 "message": message,

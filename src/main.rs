@@ -95,7 +95,8 @@ struct CheckArgs {
     /// Configuration file (default: the nearest txlint.toml in this folder or above).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Lowest severity that makes the exit status 1.
+    /// Lowest severity that makes the exit status 1 (`info` notes, such as statements txlint
+    /// could not parse, never fail a run unless this is `info`).
     #[arg(long, value_enum, default_value_t = FailOn::Warning)]
     fail_on: FailOn,
     /// Apply the configuration's exclude and include globs to files named explicitly too
@@ -108,6 +109,7 @@ struct CheckArgs {
 enum FailOn {
     Error,
     Warning,
+    Info,
 }
 
 fn main() -> ExitCode {
@@ -251,6 +253,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let threshold = match args.fail_on {
         FailOn::Error => Severity::Error,
         FailOn::Warning => Severity::Warning,
+        FailOn::Info => Severity::Info,
     };
     if run.diagnostics.iter().any(|d| d.severity >= threshold) {
         ExitCode::from(1)

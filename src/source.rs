@@ -6,6 +6,38 @@
 use std::ops::Range;
 use std::path::PathBuf;
 
+/// The SQL dialect a text is written in: how it is tokenized and parsed, and whether the core
+/// rules know its semantics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    #[default]
+    Postgres,
+    Mysql,
+    Sqlite,
+    Mssql,
+    /// A database txlint cannot tell (sqlx `AnyPool`, `?` placeholders and nothing else).
+    #[serde(skip)]
+    Unknown,
+}
+
+impl Dialect {
+    /// RULES.md gives the core rules' semantics for PostgreSQL and MySQL only.
+    pub fn has_rules(self) -> bool {
+        matches!(self, Dialect::Postgres | Dialect::Mysql)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::Mysql => "MySQL",
+            Dialect::Sqlite => "SQLite",
+            Dialect::Mssql => "SQL Server",
+            Dialect::Unknown => "an unknown database",
+        }
+    }
+}
+
 /// Index of a file in [`crate::model::Program::files`].
 pub type FileId = usize;
 

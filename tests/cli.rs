@@ -49,7 +49,10 @@ fn stderr(o: &Output) -> String {
 
 const BAD: &str = "SELECT pg_advisory_xact_lock(1);\n";
 const GOOD: &str = "BEGIN;\nSELECT pg_advisory_xact_lock(1);\nCOMMIT;\n";
-const WARN: &str = "SELECT * FROM t WHERE;\n";
+/// A suppression that suppresses nothing: a warning.
+const WARN: &str = "-- txlint: ignore lost-update\nSELECT 1;\n";
+/// A statement txlint cannot parse: an info note.
+const UNPARSED: &str = "SELECT * FROM t WHERE;\n";
 
 #[test]
 fn exit_codes() {
@@ -83,6 +86,27 @@ fn exit_codes() {
             .code(),
         Some(0)
     );
+
+    // What txlint cannot parse is its own limit: an info note, which fails a run only when the
+    // user asks for it.
+    let i = Dir::new("info");
+    i.write("i.sql", UNPARSED);
+    let o = txlint(i.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("syntax-error"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("no errors or warnings (1 info note)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        txlint(i.path(), &["check", "--fail-on", "info"])
+            .status
+            .code(),
+        Some(1)
+    );
+    i.write("txlint.toml", "[rules]\nsyntax-error = \"warning\"\n");
+    assert_eq!(txlint(i.path(), &["check"]).status.code(), Some(1));
 }
 
 #[test]

@@ -114,6 +114,14 @@ fn sarif_has_what_code_scanning_needs() {
         sp["relatedLocations"][0]["physicalLocation"]["region"]["startLine"],
         4
     );
+    // What txlint could not parse is a note, for its rule and its result.
+    let syntax = results
+        .iter()
+        .find(|r| r["ruleId"] == "syntax-error")
+        .unwrap();
+    assert_eq!(syntax["level"], "note");
+    let rule = rules.iter().find(|r| r["id"] == "syntax-error").unwrap();
+    assert_eq!(rule["defaultConfiguration"]["level"], "note");
     // Fingerprints are present and distinct.
     let prints: Vec<&str> = results
         .iter()
@@ -154,10 +162,13 @@ fn json_positions_and_schema() {
     assert_eq!(sp["labels"][1]["start"]["line"], 6);
     let syntax = &json["diagnostics"][2];
     assert_eq!(syntax["rule"], "syntax-error");
-    assert_eq!(syntax["severity"], "warning");
+    // txlint's own limit: an info note by default, which fails no run.
+    assert_eq!(syntax["severity"], "info");
     assert_eq!(syntax["start"]["line"], 8);
     assert_eq!(json["summary"]["errors"], 2);
-    assert_eq!(json["summary"]["warnings"], 1);
+    assert_eq!(json["summary"]["warnings"], 0);
+    assert_eq!(json["summary"]["infos"], 1);
+    assert_eq!(json["summary"]["fallback"], 1);
     assert_eq!(json["summary"]["files"], 1);
 }
 
@@ -177,5 +188,8 @@ fn text_names_rule_file_and_line() {
         last.starts_with("checked 1 file, 8 statements (7 parsed, 1 read from tokens only) in "),
         "{last}"
     );
-    assert!(last.ends_with(": 2 errors, 1 warning"), "{last}");
+    assert!(
+        last.ends_with(": 2 errors, 0 warnings (1 info note)"),
+        "{last}"
+    );
 }

@@ -363,3 +363,54 @@ mod tests {
     let run = txlint::check_source("lib.rs", src, &config);
     assert!(run.program.skipped.is_empty());
 }
+
+#[test]
+fn statements_for_other_databases_are_set_aside_with_their_dialect() {
+    use txlint::model::Skip;
+    use txlint::source::Dialect;
+    let src = r#"
+async fn lite(pool: &sqlx::SqlitePool) {
+    sqlx::query("UPDATE t SET n = ?1").execute(pool).await;
+}
+async fn pg(pool: &sqlx::PgPool) {
+    sqlx::query("UPDATE t SET n = $1").execute(pool).await;
+}
+async fn mixed(lite: &sqlx::SqlitePool, pg: &sqlx::PgPool) {
+    sqlx::query("UPDATE a SET n = 1").execute(lite).await;
+    sqlx::query("UPDATE b SET n = 1").execute(pg).await;
+}
+"#;
+    let run = txlint::check_source("lib.rs", src, &Config::default());
+    let kept: Vec<_> = run
+        .program
+        .units
+        .iter()
+        .map(|u| (u.name.as_deref().unwrap(), steps(u).len()))
+        .collect();
+    assert_eq!(kept, vec![("pg", 1), ("mixed", 1)]);
+    let skipped: Vec<_> = run
+        .program
+        .skipped
+        .iter()
+        .map(|(u, why)| (u.name.as_deref().unwrap(), *why))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            ("lite", Skip::Dialect(Dialect::Sqlite)),
+            ("mixed", Skip::Dialect(Dialect::Sqlite))
+        ]
+    );
+    // `[[overrides]] dialect` applies to Rust files: their untyped handles send that SQL.
+    let untyped =
+        "async fn f(pool: &Db) { sqlx::query(\"UPDATE t SET n = ?\").execute(pool).await; }";
+    let config = Config::parse(
+        "[rust]\npool_types = [\"Db\"]\n[[overrides]]\npaths = [\"legacy/**\"]\ndialect = \"mysql\"\n",
+    )
+    .unwrap();
+    let run = txlint::check_source("legacy/db.rs", untyped, &config);
+    let step = &run.program.units[0].transactions[0].steps[0];
+    assert_eq!(step.facts.dialect, Dialect::Mysql);
+    assert!(step.facts.parsed, "`?` parses as MySQL");
+    assert!(run.diagnostics.is_empty(), "{:#?}", run.diagnostics);
+}

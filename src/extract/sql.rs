@@ -5,13 +5,13 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::runners::{self, Detected};
 use super::session::SessionWalker;
-use super::{Extracted, Front, RoutineEvent, parser_dialect};
+use super::{Extracted, Front, RoutineEvent};
 use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
 use crate::parse::lex::{Kind, Token};
 use crate::parse::split::{RawStatement, split};
 use crate::parse::{plpgsql, split as splitter};
-use crate::source::{FileId, OffsetMap, Span};
+use crate::source::{Dialect, FileId, OffsetMap, Span};
 
 /// Read one `.sql` file; `runner` is who runs it, if txlint could tell (see [`runners`]).
 ///
@@ -19,18 +19,22 @@ use crate::source::{FileId, OffsetMap, Span};
 pub fn extract(
     file: FileId,
     text: &str,
+    dialect: Dialect,
     settings: FileSettings,
     runner: Option<Detected>,
 ) -> Extracted {
-    let parser = parser_dialect(settings.dialect);
-    let mut x = Front {
-        file,
-        dialect: settings.dialect,
-        parser: parser.as_ref(),
-        out: Extracted::default(),
+    let mut x = Front::new(file, dialect);
+    // A UTF-8 byte-order mark is three bytes of nothing: spaces keep every offset.
+    let unmarked;
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            unmarked = format!("   {rest}");
+            unmarked.as_str()
+        }
+        None => text,
     };
     let map = OffsetMap::shifted(0);
-    let statements = split(text, settings.dialect, true).statements;
+    let statements = split(text, dialect, true).statements;
     let mut steps = Vec::with_capacity(statements.len());
     for (seq, stmt) in statements.iter().enumerate() {
         let mut step = x.step(text, &map, stmt, Vec::new());
@@ -89,7 +93,7 @@ fn group(steps: &[(Step, usize)], mode: SqlMode) -> Vec<Transaction> {
     script.finish()
 }
 
-impl Front<'_> {
+impl Front {
     /// Routine bodies and `DO` blocks in `stmt` become units of their own.
     fn bodies(&mut self, src: &str, stmt: &RawStatement, facts: &Facts) {
         let (kind, name) = match facts.kind {
@@ -437,7 +441,7 @@ mod tests {
             dialect: config.dialect,
             mode: config.sql.mode,
         };
-        extract(0, text, settings, None).units
+        extract(0, text, Dialect::Postgres, settings, None).units
     }
 
     fn shape(u: &Unit) -> Vec<(Scope, Isolation, usize)> {

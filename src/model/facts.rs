@@ -1,11 +1,13 @@
 //! What one statement does, as far as concurrency is concerned.
 
 use crate::model::Isolation;
-use crate::source::Span;
+use crate::source::{Dialect, Span};
 
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     pub kind: StmtKind,
+    /// The database the statement is written for.
+    pub dialect: Dialect,
     /// sqlparser parsed the statement; otherwise these facts come from tokens only.
     pub parsed: bool,
     /// The statement writes rows somewhere (its own DML or a data-modifying CTE).

@@ -84,6 +84,7 @@ pub fn flows_from(o: &Operand, r: &Step, w: &Step, tainted: &BTreeSet<String>) -
 pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t Step> {
     let rf = &read.facts;
     if rf.kind != StmtKind::Select
+        || rf.modifies
         || !rf.row_locks.is_empty()
         || !rf.aggregates.iter().any(|a| a != "exists")
         || matches!(tx.scope, Scope::Autocommit | Scope::Unknown)

@@ -32,6 +32,9 @@ pub enum Skip {
     Replaced(Span),
     /// A routine that a later `DROP FUNCTION|PROCEDURE` (here) removes.
     Dropped(Span),
+    /// Statements for a database the core rules have no semantics for (SQLite, SQL Server, one
+    /// txlint cannot tell): read and parsed, not analysed.
+    Dialect(crate::source::Dialect),
 }
 
 /// A piece of code whose statements run in order: a script, a routine body, a `DO` block.
@@ -93,6 +96,28 @@ impl Unit {
     /// runs concurrently with itself.
     pub fn runs_once(&self) -> bool {
         self.kind == UnitKind::Script && self.runner.is_some_and(|r| r.migration)
+    }
+
+    /// Take out the statements for databases the core rules have no semantics for, as a unit
+    /// of their own (same name and place), if there are any.
+    pub fn split_off_dialects(&mut self) -> Option<(Unit, crate::source::Dialect)> {
+        let mut other = Unit::new(self.kind, self.name.clone(), self.span);
+        let mut dialect = None;
+        for tx in &mut self.transactions {
+            if tx.steps.iter().all(|s| s.facts.dialect.has_rules()) {
+                continue;
+            }
+            let (keep, away): (Vec<Step>, Vec<Step>) = std::mem::take(&mut tx.steps)
+                .into_iter()
+                .partition(|s| s.facts.dialect.has_rules());
+            dialect = dialect.or(away.first().map(|s| s.facts.dialect));
+            tx.steps = keep;
+            let mut moved = Transaction::new(tx.scope, tx.executor, tx.isolation);
+            moved.steps = away;
+            other.transactions.push(moved);
+        }
+        self.transactions.retain(|t| !t.steps.is_empty());
+        dialect.map(|d| (other, d))
     }
 
     /// Exits strictly between two positions in program order.

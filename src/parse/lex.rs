@@ -5,7 +5,7 @@
 //! of every PostgreSQL and MySQL form, dollar quotes, nested block comments, psql meta-commands
 //! and `:var` interpolations. It never fails: unterminated constructs run to the end of input.
 
-use crate::config::Dialect;
+use crate::source::Dialect;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -54,12 +54,20 @@ pub struct Lexer<'a> {
     src: &'a str,
     b: &'a [u8],
     pos: usize,
+    /// MySQL: backslash escapes, `"..."` strings, `#` comments, no dollar quotes.
     mysql: bool,
+    /// `` `name` `` quotes an identifier (MySQL, SQLite).
+    backticks: bool,
+    /// `[name]` quotes an identifier (SQL Server, SQLite).
+    brackets: bool,
     /// Recognise psql meta-commands and variables (top level of a `.sql` script only).
     psql: bool,
 }
 
 impl<'a> Lexer<'a> {
+    /// `psql`: the top level of a `.sql` script, where psql meta-commands and `:'var'` forms
+    /// live. Elsewhere (routine bodies, strings in host code) a `:name` is still a template
+    /// variable or a named parameter.
     pub fn new(src: &'a str, dialect: Dialect, psql: bool) -> Self {
         let mysql = dialect == Dialect::Mysql;
         Lexer {
@@ -67,7 +75,9 @@ impl<'a> Lexer<'a> {
             b: src.as_bytes(),
             pos: 0,
             mysql,
-            psql: psql && !mysql,
+            backticks: matches!(dialect, Dialect::Mysql | Dialect::Sqlite | Dialect::Unknown),
+            brackets: matches!(dialect, Dialect::Mssql | Dialect::Sqlite),
+            psql: psql && dialect == Dialect::Postgres,
         }
     }
 
@@ -209,8 +219,12 @@ impl Iterator for Lexer<'_> {
                 };
                 self.tok(kind, start)
             }
-            b'`' if self.mysql => {
+            b'`' if self.backticks => {
                 self.quoted(b'`', false);
+                self.tok(Kind::QuotedIdent, start)
+            }
+            b'[' if self.brackets && is_ident_start(next) => {
+                self.quoted(b']', false);
                 self.tok(Kind::QuotedIdent, start)
             }
             b'e' | b'E' if next == b'\'' => {
@@ -256,8 +270,8 @@ impl Iterator for Lexer<'_> {
                 self.pos += 2;
                 self.tok(Kind::Punct, start)
             }
-            b':' if self.psql && psql_var_context(self.b, start) => {
-                if next == b'\'' || next == b'"' {
+            b':' if psql_var_context(self.b, start) && (self.psql || is_ident_start(next)) => {
+                if self.psql && (next == b'\'' || next == b'"') {
                     self.pos += 1;
                     self.quoted(next, false);
                     return self.tok(Kind::PsqlVar, start);

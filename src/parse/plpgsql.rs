@@ -13,7 +13,7 @@
 
 use super::lex::{Kind, Lexer, Token};
 use super::split::RawStatement;
-use crate::config::Dialect;
+use crate::source::Dialect;
 
 /// A statement of a body and the variables it assigns.
 #[derive(Debug)]
@@ -142,6 +142,13 @@ impl Reader<'_> {
             let (s, e) = (self.t[a].start - range.start, self.t[b].end - range.start);
             sql.replace_range(s..e, &" ".repeat(e - s));
         }
+        // A `:name` in a body is a tool's template variable (psql itself does not substitute
+        // inside quotes): an identifier of the same length stands in for it.
+        for t in self.t[from..to].iter().filter(|t| t.kind == Kind::PsqlVar) {
+            let (s, e) = (t.start - range.start, t.end - range.start);
+            sql.replace_range(s..s + 1, "_");
+            debug_assert!(e > s);
+        }
         if self.is(from, "perform") {
             sql.replace_range(0..7, "SELECT ");
         }
@@ -152,6 +159,7 @@ impl Reader<'_> {
             message: self.out.statements.len(),
             gset: false,
             prefix: prefix.len(),
+            template: false,
         };
         self.seq += 1;
         let (seq, branch) = (self.seq, self.branch());

@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use super::lex::{Kind, Lexer, Token};
-use crate::config::Dialect;
+use crate::source::Dialect;
 
 /// One statement of a script or body, in the coordinates of the text it was cut from.
 #[derive(Clone, Debug)]
@@ -25,6 +25,28 @@ pub struct RawStatement {
     /// Bytes prepended to `sql` that are not in the source (a PL/pgSQL condition is checked as
     /// `SELECT <condition>`); offset `i` of `sql` is offset `range.start + i - prefix` here.
     pub prefix: usize,
+    /// A template: it has holes (`{table}`, a `format!` placeholder) that its tool fills in,
+    /// so a parse failure says nothing about the SQL that runs.
+    pub template: bool,
+}
+
+/// What stands in for a template hole of `len` bytes so that the statement still parses: a
+/// number where a value goes (after an operator, `LIMIT`, `OFFSET`), else an identifier of
+/// underscores, a name txlint does not know (see `model::is_hole`).
+pub fn stand_in(before: &str, len: usize) -> String {
+    let prev = before.trim_end();
+    let word = prev
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let value = prev.ends_with(['=', '<', '>', '+', '-', '*', '/', '%'])
+        || (prev.len() > word.len() || prev == word) && matches!(word.as_str(), "limit" | "offset");
+    if value {
+        "0".repeat(len)
+    } else {
+        "_".repeat(len)
+    }
 }
 
 /// A split script: its statements and its comments (suppressions live in comments).
@@ -68,6 +90,29 @@ impl Builder<'_> {
             };
             sql.replace_range(s..e, &replacement);
         }
+        // `{name}`, `{0}`, `{}`: holes of a template the code fills in before sending it.
+        let mut template = false;
+        let mut i = 0;
+        while i < tokens.len() {
+            if !tokens[i].is_punct(self.src, "{") {
+                i += 1;
+                continue;
+            }
+            let Some(close) =
+                (i + 1..tokens.len().min(i + 4)).find(|&j| tokens[j].is_punct(self.src, "}"))
+            else {
+                i += 1;
+                continue;
+            };
+            let (s, e) = (
+                tokens[i].start - range.start,
+                tokens[close].end - range.start,
+            );
+            let with = stand_in(&sql[..s], e - s);
+            sql.replace_range(s..e, &with);
+            template = true;
+            i = close + 1;
+        }
         self.out.statements.push(RawStatement {
             range,
             tokens,
@@ -75,6 +120,7 @@ impl Builder<'_> {
             message: self.message,
             gset,
             prefix: 0,
+            template,
         });
     }
 }

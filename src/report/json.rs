@@ -60,6 +60,7 @@ struct Summary {
     fallback: usize,
     errors: usize,
     warnings: usize,
+    infos: usize,
 }
 
 fn position(run: &Run, file: usize, offset: usize) -> Position {
@@ -80,7 +81,7 @@ fn range(run: &Run, span: Span) -> (&str, Position, Position) {
 }
 
 pub fn render(run: &Run) -> String {
-    let (errors, warnings) = counts(run);
+    let c = counts(run);
     let diagnostics = run
         .diagnostics
         .iter()
@@ -123,8 +124,9 @@ pub fn render(run: &Run) -> String {
             statements: run.stats.statements,
             parsed: run.stats.parsed,
             fallback: run.stats.fallback,
-            errors,
-            warnings,
+            errors: c.errors,
+            warnings: c.warnings,
+            infos: c.infos,
         },
     };
     serde_json::to_string_pretty(&output).unwrap_or_default() + "\n"

@@ -35,12 +35,22 @@ pub fn render(run: &Run, format: Format, style: TextStyle) -> String {
     }
 }
 
-/// (errors, warnings) among the findings.
-pub fn counts(run: &Run) -> (usize, usize) {
-    let errors = run
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count();
-    (errors, run.diagnostics.len() - errors)
+/// How many findings of each severity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+}
+
+pub fn counts(run: &Run) -> Counts {
+    let mut c = Counts::default();
+    for d in &run.diagnostics {
+        match d.severity {
+            Severity::Error => c.errors += 1,
+            Severity::Warning => c.warnings += 1,
+            Severity::Info => c.infos += 1,
+        }
+    }
+    c
 }

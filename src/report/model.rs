@@ -114,6 +114,14 @@ pub fn render(run: &Run) -> String {
             }
             Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
             Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
+            Skip::Dialect(d) => format!(
+                "{} statements for {}: parsed, but the core rules have no semantics for it",
+                unit.transactions
+                    .iter()
+                    .map(|t| t.steps.len())
+                    .sum::<usize>(),
+                d.name()
+            ),
         };
         let _ = writeln!(
             out,

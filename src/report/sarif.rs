@@ -67,6 +67,7 @@ fn level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
         Severity::Warning => "warning",
+        Severity::Info => "note",
     }
 }
 

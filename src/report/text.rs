@@ -124,6 +124,7 @@ fn report<'a>(run: &'a Run, d: &'a Diagnostic) -> Report<'a> {
         severity: match d.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
+            Severity::Info => miette::Severity::Advice,
         },
         message: &d.message,
         help: d.help.as_deref(),
@@ -168,17 +169,21 @@ pub fn render(run: &Run, style: TextStyle) -> String {
 
 /// `checked 3 files, 40 statements (38 parsed, 2 read from tokens only) in 0.01s: 1 error, 2 warnings`
 pub fn summary(run: &Run) -> String {
-    let (errors, warnings) = counts(run);
+    let c = counts(run);
     let files = run.program.files.len();
     let s = run.stats;
-    let findings = match (errors, warnings) {
-        (0, 0) => "no findings".to_string(),
+    let mut findings = match (c.errors, c.warnings) {
+        (0, 0) if c.infos == 0 => "no findings".to_string(),
+        (0, 0) => "no errors or warnings".to_string(),
         _ => format!(
             "{}, {}",
-            plural(errors, "error"),
-            plural(warnings, "warning")
+            plural(c.errors, "error"),
+            plural(c.warnings, "warning")
         ),
     };
+    if c.infos > 0 {
+        findings += &format!(" ({})", plural(c.infos, "info note"));
+    }
     format!(
         "checked {}, {} ({} parsed, {} read from tokens only) in {:.2}s: {findings}",
         plural(files, "file"),

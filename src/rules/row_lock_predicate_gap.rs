@@ -221,6 +221,7 @@ fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<
         // Counting the very rows that were locked is fine.
         let same_set = f.reads.iter().all(|t| locked.contains(&t.name)) && keys == lock_keys;
         f.kind == StmtKind::Select
+            && !f.modifies
             && f.row_locks.is_empty()
             && f.aggregates.iter().any(|g| g != "exists")
             && !same_set

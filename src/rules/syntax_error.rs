@@ -6,7 +6,7 @@ use crate::parse::facts::ParseFailure;
 
 pub const RULE: Rule = Rule {
     name: "syntax-error",
-    severity: Severity::Warning,
+    severity: Severity::Info,
     doc: include_str!("../../rules/syntax-error.md"),
     check: None,
 };

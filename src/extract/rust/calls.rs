@@ -1,6 +1,8 @@
 //! Calls that send SQL, build it, open transactions or reach helpers.
 
+use super::walk::backend_name;
 use super::*;
+use crate::parse::split::stand_in;
 
 impl<'a> Walker<'a, '_> {
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Value {
@@ -36,10 +38,16 @@ impl<'a> Walker<'a, '_> {
             Some(Value::Sql(s)) => Some(s.clone()),
             _ => None,
         };
-        // client.query("...", &[]), tx.batch_execute("BEGIN; ..."), db.execute(Statement::..)
+        // client.query("...", &[]), tx.batch_execute("BEGIN; ..."), db.execute(Statement::..).
+        // Only SQL is SQL: on a receiver that is not known to be a database handle (an HTTP,
+        // GraphQL or metrics client's `.query("{ ... }")`), the text must read as SQL.
+        let configured = self.ix.config.rust.query_functions.contains(&name);
+        let sink = configured
+            || CLIENT_METHODS.contains(&name.as_str())
+                && (matches!(receiver, Value::Handle(_))
+                    || arg_sql.as_ref().is_some_and(|s| looks_like_sql(&s.text)));
         if let Some(mut sql) = arg_sql.clone()
-            && (CLIENT_METHODS.contains(&name.as_str())
-                || self.ix.config.rust.query_functions.contains(&name))
+            && sink
         {
             // sqlx `conn.execute("...")` / `fetch_*("...")` given the string itself (not a
             // `sqlx::query(..)`) send it as one simple-query message.
@@ -107,11 +115,15 @@ impl<'a> Walker<'a, '_> {
                 | "try_get"
                 | "dedicated_connection",
                 Value::Handle(h),
-            ) if h.kind == Executor::Pool => Value::Handle(self.new_session(
-                Executor::PooledConnection,
-                Executor::PooledConnection,
-                Some(at),
-            )),
+            ) if h.kind == Executor::Pool => {
+                let mut conn = self.new_session(
+                    Executor::PooledConnection,
+                    Executor::PooledConnection,
+                    Some(at),
+                );
+                conn.dialect = h.dialect;
+                Value::Handle(conn)
+            }
             ("commit" | "rollback", Value::Handle(h)) if h.kind == Executor::Transaction => {
                 self.walkers[h.walker].end(Some(at));
                 Value::None
@@ -158,10 +170,23 @@ impl<'a> Walker<'a, '_> {
             && let Some(mut sql) = first_sql(1)
         {
             sql.prepared = true;
+            // `Statement::from_string(DbBackend::Sqlite, ..)`: the backend names the database.
+            sql.dialect = c.args.first().and_then(|b| {
+                let b = self.source_of(b);
+                backend_name(&b).or_else(|| self.backends.get(&b).copied())
+            });
             return Value::Sql(sql);
         }
+        // `QueryBuilder::new("SELECT .. WHERE ")` is the head of a statement built at run time:
+        // left alone, never parsed as if it were whole.
+        if segments.iter().any(|s| s == "QueryBuilder") {
+            return Value::None;
+        }
+        // `String::from("SELECT ..")`, `Some(SQL)`: the text passes through if it reads as SQL
+        // (`View::new("test_view", pool)` is not).
         if matches!(name, "from" | "new" | "Some" | "Ok")
             && let Some(sql) = first_sql(0)
+            && looks_like_sql(&sql.text)
         {
             return Value::Sql(sql);
         }
@@ -200,15 +225,15 @@ impl<'a> Walker<'a, '_> {
                 Some(t) => types::of_name(t, &qualified, &self.ix.config.rust),
                 None => None,
             };
-            return match kind {
-                Some(Executor::Pool) => Value::Handle(self.handle_of_kind(Executor::Pool)),
-                Some(Executor::Connection) => Value::Handle(self.new_session(
-                    Executor::Connection,
-                    Executor::Connection,
-                    Some(at),
-                )),
-                _ => Value::None,
+            let dialect = owner.and_then(|t| dialects::of_type_name(t, &qualified, &[]));
+            let handle = match kind {
+                Some(Executor::Pool) => self.handle_of_kind(Executor::Pool),
+                Some(Executor::Connection) => {
+                    self.new_session(Executor::Connection, Executor::Connection, Some(at))
+                }
+                _ => return Value::None,
             };
+            return Value::Handle(Handle { dialect, ..handle });
         }
         if args.iter().any(|a| matches!(a, Value::Handle(_))) {
             let at = self.span(c);
@@ -216,7 +241,10 @@ impl<'a> Walker<'a, '_> {
         }
         match name {
             // Box::pin(async move {..}), Ok(x): the value passes through.
-            "pin" | "Ok" | "Some" | "from" | "new" => args.into_iter().next().unwrap_or_default(),
+            "pin" | "Ok" | "Some" | "from" | "new" => match args.into_iter().next() {
+                Some(Value::Sql(s)) if !looks_like_sql(&s.text) => Value::None,
+                v => v.unwrap_or_default(),
+            },
             _ => data_of(&args),
         }
     }
@@ -327,6 +355,7 @@ impl<'a> Walker<'a, '_> {
             })
         };
         let mut edits = Vec::new();
+        let mut template = false;
         for (range, what) in placeholders(&fmt.text) {
             let name = match what {
                 Err(brace) => {
@@ -346,12 +375,20 @@ impl<'a> Walker<'a, '_> {
             };
             let text = match arg.map(|a| self.sql_only(&a)) {
                 Some(Value::Sql(v)) if !v.text.contains(['\n', ';']) => v.text,
-                _ => "_".repeat(range.len()),
+                _ => {
+                    template = true;
+                    stand_in(&fmt.text[..range.start], range.len())
+                }
             };
             edits.push((range, text));
         }
         let (text, map) = fmt.map.splice(&fmt.text, &edits);
-        Sql { text, map, ..fmt }
+        Sql {
+            text,
+            map,
+            template: fmt.template || template,
+            ..fmt
+        }
     }
 
     /// `query_file!("queries/x.sql")`: the file relative to the crate's manifest folder.
@@ -406,6 +443,8 @@ impl<'a> Walker<'a, '_> {
             batch: false,
             prepared: false,
             binds: Vec::new(),
+            dialect: None,
+            template: false,
         })
     }
 
@@ -461,13 +500,29 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// The database `sql` sent through `handle` is for: what the code says of the statement
+    /// (sea-orm's backend), else of the handle (its type), else of the function (`cfg`
+    /// feature), else of the file (configuration, imports, crate).
+    pub(super) fn dialect(&self, sql: &Sql, handle: Handle) -> Dialect {
+        let in_fn = self.stack.last().and_then(|&i| self.ix.fns[i].dialect);
+        sql.dialect
+            .or(handle.dialect)
+            .or(in_fn)
+            .unwrap_or(self.parsed().dialect)
+    }
+
     /// Send `sql` through `handle`: one step per statement, in the handle's session walker.
     /// The result is the data the statements return.
     pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String) -> Value {
-        let key = sql.key();
+        let dialect = self.dialect(sql, handle);
+        let key = (sql.key(), dialect);
         if !self.shared.cache.contains_key(&key) {
             self.front.file = sql.file;
-            let statements = split(&sql.text, self.front.dialect, false).statements;
+            self.front.dialect = dialect;
+            let mut statements = split(&sql.text, dialect, false).statements;
+            for s in &mut statements {
+                s.template |= sql.template;
+            }
             let steps = statements
                 .iter()
                 .map(|s| {
@@ -512,10 +567,21 @@ impl<'a> Walker<'a, '_> {
     }
 }
 
-/// Whether a format string is SQL: it starts with a statement keyword.
-fn looks_like_sql(text: &str) -> bool {
-    let first = text
-        .trim_start()
+/// Whether a text reads as SQL: its first word, past comments and parentheses, starts a
+/// statement.
+pub(super) fn looks_like_sql(text: &str) -> bool {
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '(');
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r.split_once('\n').map_or("", |(_, r)| r);
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+    }
+    let first = rest
         .split(|c: char| !c.is_ascii_alphabetic())
         .next()
         .unwrap_or("")
@@ -546,6 +612,31 @@ fn looks_like_sql(text: &str) -> bool {
             | "release"
             | "copy"
             | "explain"
+            | "pragma"
+            | "replace"
+            | "upsert"
+            | "vacuum"
+            | "analyze"
+            | "grant"
+            | "revoke"
+            | "comment"
+            | "refresh"
+            | "listen"
+            | "notify"
+            | "unlisten"
+            | "prepare"
+            | "execute"
+            | "deallocate"
+            | "reset"
+            | "show"
+            | "declare"
+            | "fetch"
+            | "close"
+            | "discard"
+            | "reindex"
+            | "cluster"
+            | "abort"
+            | "end"
     )
 }
 

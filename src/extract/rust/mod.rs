@@ -23,12 +23,12 @@ use syn::spanned::Spanned;
 use syn::visit::Visit;
 
 use super::session::SessionWalker;
-use super::{Extracted, Front, parser_dialect};
+use super::{Extracted, Front, dialects};
 use crate::config::Config;
 use crate::model::*;
 use crate::parse::facts::ParseFailure;
 use crate::parse::split::split;
-use crate::source::{FileId, LineIndex, OffsetMap, SourceFile, Span};
+use crate::source::{Dialect, FileId, LineIndex, OffsetMap, SourceFile, Span};
 
 /// Methods that send the SQL given as their first argument on their receiver.
 const CLIENT_METHODS: &[&str] = &[
@@ -111,18 +111,25 @@ const MACROS: &[(&str, usize, bool)] = &[
 
 /// Read the Rust files `ids` of `files`; SQL files named by `query_file!` are added to `files`.
 pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> Extracted {
-    let parser = parser_dialect(config.dialect);
-    let mut front = Front {
-        file: 0,
-        dialect: config.dialect,
-        parser: parser.as_ref(),
-        out: Extracted::default(),
-    };
+    let mut front = Front::new(0, config.dialect.unwrap_or_default());
+    let mut crates = dialects::Crates::default();
     let mut parsed = Vec::new();
     for &id in ids {
-        match parse(id, &files[id]) {
+        // The database the file's SQL is for, where nothing closer tells (see `emit`).
+        let f = &files[id];
+        let dialect = config
+            .settings_for(&f.path)
+            .dialect
+            .or(config.dialect)
+            .or_else(|| dialects::of_rust_text(&f.text))
+            .or_else(|| crates.of(&f.path))
+            .unwrap_or_default();
+        match parse(id, f, dialect) {
             Ok(p) => parsed.push(p),
-            Err(why) => fallback::fallback_walk(&mut front, &files[id], id, why),
+            Err(why) => {
+                front.dialect = dialect;
+                fallback::fallback_walk(&mut front, f, id, why)
+            }
         }
     }
     let index = Index::build(&parsed, config);
@@ -167,6 +174,8 @@ struct Parsed {
     /// Bytes stripped in front (a UTF-8 BOM).
     shift: usize,
     ast: syn::File,
+    /// The database its SQL is for, unless a handle's type or a `cfg` feature says otherwise.
+    dialect: Dialect,
 }
 
 impl Parsed {
@@ -201,7 +210,7 @@ struct Unparsed {
     shift: usize,
 }
 
-fn parse(id: FileId, file: &SourceFile) -> Result<Parsed, Unparsed> {
+fn parse(id: FileId, file: &SourceFile, dialect: Dialect) -> Result<Parsed, Unparsed> {
     let (text, shift) = match file.text.strip_prefix('\u{feff}') {
         Some(rest) => (rest.to_string(), 3),
         None => (file.text.clone(), 0),
@@ -221,6 +230,7 @@ fn parse(id: FileId, file: &SourceFile) -> Result<Parsed, Unparsed> {
             text,
             shift,
             ast,
+            dialect,
         }),
         Err(e) => Err(Unparsed {
             at: Some(e.span().start()),
@@ -237,6 +247,8 @@ struct FnDef<'a> {
     name: String,
     /// `#[test]`, `#[tokio::test]`, ..., or inside `#[cfg(test)]`.
     test: bool,
+    /// Inside `#[cfg(feature = "sqlite")]` (or another database's feature).
+    dialect: Option<Dialect>,
     sig: &'a syn::Signature,
     block: &'a syn::Block,
     span: Span,
@@ -250,7 +262,8 @@ struct Index<'a> {
     fns: Vec<FnDef<'a>>,
     by_name: HashMap<String, Vec<usize>>,
     consts: HashMap<(usize, String), &'a syn::Expr>,
-    fields: HashMap<String, Executor>,
+    /// Struct fields that hold handles: their kind and the database they talk to.
+    fields: HashMap<String, (Executor, Option<Dialect>)>,
 }
 
 struct Collector<'a, 'i> {
@@ -258,33 +271,36 @@ struct Collector<'a, 'i> {
     file: usize,
     /// Inside `#[cfg(test)]` (a module or an item).
     in_test: bool,
+    /// Inside `#[cfg(feature = "<database>")]`.
+    in_dialect: Option<Dialect>,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
-        let test = self.in_test || is_test(&f.attrs);
-        self.add(&f.sig, &f.block, f, test);
-        self.nested(test, |c| syn::visit::visit_item_fn(c, f));
+        self.nested(&f.attrs, |c| {
+            c.add(&f.sig, &f.block, f);
+            syn::visit::visit_item_fn(c, f)
+        });
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
-        let test = self.in_test || is_test(&f.attrs);
-        self.add(&f.sig, &f.block, f, test);
-        self.nested(test, |c| syn::visit::visit_impl_item_fn(c, f));
+        self.nested(&f.attrs, |c| {
+            c.add(&f.sig, &f.block, f);
+            syn::visit::visit_impl_item_fn(c, f)
+        });
     }
     fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
-        let test = self.in_test || is_test(&f.attrs);
-        if let Some(block) = &f.default {
-            self.add(&f.sig, block, f, test);
-        }
-        self.nested(test, |c| syn::visit::visit_trait_item_fn(c, f));
+        self.nested(&f.attrs, |c| {
+            if let Some(block) = &f.default {
+                c.add(&f.sig, block, f);
+            }
+            syn::visit::visit_trait_item_fn(c, f)
+        });
     }
     fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
-        let test = self.in_test || is_test(&m.attrs);
-        self.nested(test, |c| syn::visit::visit_item_mod(c, m));
+        self.nested(&m.attrs, |c| syn::visit::visit_item_mod(c, m));
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
-        let test = self.in_test || is_test(&i.attrs);
-        self.nested(test, |c| syn::visit::visit_item_impl(c, i));
+        self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
         self.ix
@@ -300,9 +316,20 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         if let Some(name) = &f.ident
             && let Some(kind) = types::of_type(&f.ty, &self.ix.config.rust)
         {
-            self.ix.fields.insert(name.to_string(), kind);
+            let dialect = types::dialect_of_type(&f.ty);
+            self.ix.fields.insert(name.to_string(), (kind, dialect));
         }
     }
+}
+
+/// `#[cfg(feature = "sqlite")]`: code for one database.
+fn cfg_dialect(attrs: &[syn::Attribute]) -> Option<Dialect> {
+    attrs.iter().find_map(|a| match &a.meta {
+        syn::Meta::List(l) if a.path().is_ident("cfg") => {
+            dialects::of_cfg_feature(&l.tokens.to_string())
+        }
+        _ => None,
+    })
 }
 
 /// `#[test]`, `#[tokio::test]`, `#[sqlx::test]`, `#[rstest]`, `#[test_case(..)]`, `#[bench]`,
@@ -329,25 +356,26 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
 }
 
 impl<'a> Collector<'a, '_> {
-    fn nested(&mut self, test: bool, f: impl FnOnce(&mut Self)) {
-        let outer = std::mem::replace(&mut self.in_test, test);
+    /// Visit an item with the test and database context its attributes add.
+    fn nested(&mut self, attrs: &[syn::Attribute], f: impl FnOnce(&mut Self)) {
+        let test = self.in_test || is_test(attrs);
+        let dialect = cfg_dialect(attrs).or(self.in_dialect);
+        let outer = (
+            std::mem::replace(&mut self.in_test, test),
+            std::mem::replace(&mut self.in_dialect, dialect),
+        );
         f(self);
-        self.in_test = outer;
+        (self.in_test, self.in_dialect) = outer;
     }
 
-    fn add(
-        &mut self,
-        sig: &'a syn::Signature,
-        block: &'a syn::Block,
-        node: &impl Spanned,
-        test: bool,
-    ) {
+    fn add(&mut self, sig: &'a syn::Signature, block: &'a syn::Block, node: &impl Spanned) {
         let p = &self.ix.parsed[self.file];
         let i = self.ix.fns.len();
         self.ix.fns.push(FnDef {
             file: self.file,
             name: sig.ident.to_string(),
-            test: test || self.ix.config.is_test_path(&p.path),
+            test: self.in_test || self.ix.config.is_test_path(&p.path),
+            dialect: self.in_dialect,
             sig,
             block,
             span: p.span(node),
@@ -375,6 +403,7 @@ impl<'a> Index<'a> {
                 ix: &mut ix,
                 file,
                 in_test: false,
+                in_dialect: None,
             }
             .visit_file(&p.ast);
         }
@@ -392,10 +421,13 @@ impl<'a> Index<'a> {
     }
 }
 
+/// Where a SQL text starts in its host file, and the dialect it is read in.
+type SqlKey = ((FileId, usize), Dialect);
+
 /// State shared by every walk of the run.
 struct Shared {
-    /// Steps of each SQL literal, read once: (host file, host offset) -> steps and messages.
-    cache: HashMap<(FileId, usize), Vec<(Step, usize)>>,
+    /// Steps of each SQL literal, read once per dialect, with their messages.
+    cache: HashMap<SqlKey, Vec<(Step, usize)>>,
     /// Functions walked in place in some caller.
     inlined: HashSet<usize>,
     /// SQL files read for `query_file!`.
@@ -417,6 +449,10 @@ struct Sql {
     prepared: bool,
     /// Values bound so far, in parameter order.
     binds: Vec<Bind>,
+    /// The database it is written for, when the code says (sea-orm's `DbBackend::Sqlite`).
+    dialect: Option<Dialect>,
+    /// Built with holes that run-time values fill (`format!("... {where_clause}")`).
+    template: bool,
 }
 
 /// A host value bound to a parameter.
@@ -477,6 +513,7 @@ impl Sql {
     fn concat(mut self, other: Sql) -> Sql {
         let at = self.text.len();
         self.text += &other.text;
+        self.template |= other.template;
         if other.file == self.file {
             self.map.extend(at, &other.map);
         }
@@ -490,6 +527,8 @@ struct Handle {
     /// Index of the session walker statements on this handle go to.
     walker: usize,
     session: Option<usize>,
+    /// The database it talks to, when its type tells (`SqlitePool`, `Transaction<'_, MySql>`).
+    dialect: Option<Dialect>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -507,7 +546,7 @@ const POOL: usize = 1;
 
 struct Walker<'a, 'w> {
     ix: &'w Index<'a>,
-    front: &'w mut Front<'a>,
+    front: &'w mut Front,
     shared: &'w mut Shared,
     file: usize,
     vars: HashMap<String, Value>,
@@ -534,6 +573,9 @@ struct Walker<'a, 'w> {
     test: bool,
     /// Constants being resolved through other constants.
     const_depth: usize,
+    /// Variables known, in the arm being walked, to hold a sea-orm backend
+    /// (`if backend == DbBackend::Sqlite`).
+    backends: HashMap<String, Dialect>,
     /// Sequence number of the last step emitted.
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.

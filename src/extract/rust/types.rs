@@ -3,6 +3,7 @@
 
 use crate::config::RustConfig;
 use crate::model::Executor;
+use crate::source::Dialect;
 
 /// Executor kind of a type as written (`&PgPool`, `Arc<Pool>`, `&mut Transaction<'_, Postgres>`,
 /// `impl PgExecutor<'_>`). `None`: not a database handle.
@@ -61,14 +62,67 @@ pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Exe
     }
     let from = |krate: &str| qualified.first().is_some_and(|s| s == krate);
     Some(match name {
-        "PgPool" | "MySqlPool" | "AnyPool" | "Pool" | "DatabaseConnection" => Executor::Pool,
+        "PgPool" | "MySqlPool" | "SqlitePool" | "AnyPool" | "Pool" | "DatabaseConnection" => {
+            Executor::Pool
+        }
         "PoolConnection" | "PooledConnection" | "Object" => Executor::PooledConnection,
         // deadpool_postgres::Client is a pooled tokio_postgres::Client.
         "Client" if from("deadpool_postgres") => Executor::PooledConnection,
-        "PgConnection" | "MySqlConnection" | "AnyConnection" | "Client" => Executor::Connection,
+        "Connection" if from("rusqlite") || from("libsql") => Executor::Connection,
+        "Conn" if from("mysql_async") || from("mysql") => Executor::Connection,
+        "PgConnection" | "MySqlConnection" | "SqliteConnection" | "MysqlConnection"
+        | "AnyConnection" | "Client" => Executor::Connection,
         "Transaction" | "DatabaseTransaction" => Executor::Transaction,
         _ => return None,
     })
+}
+
+/// The database a handle type talks to (`SqlitePool`, `Pool<Sqlite>`, `&mut Transaction<'_,
+/// MySql>`, `rusqlite::Connection`, `impl Executor<'_, Database = Sqlite>`).
+pub fn dialect_of_type(ty: &syn::Type) -> Option<Dialect> {
+    match ty {
+        syn::Type::Reference(r) => dialect_of_type(&r.elem),
+        syn::Type::Paren(p) => dialect_of_type(&p.elem),
+        syn::Type::Group(g) => dialect_of_type(&g.elem),
+        syn::Type::ImplTrait(t) => t.bounds.iter().find_map(|b| match b {
+            syn::TypeParamBound::Trait(t) => dialect_of_path(&t.path),
+            _ => None,
+        }),
+        syn::Type::Path(p) => dialect_of_path(&p.path),
+        _ => None,
+    }
+}
+
+fn dialect_of_path(path: &syn::Path) -> Option<Dialect> {
+    let last = path.segments.last()?;
+    let qualified: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let mut args = Vec::new();
+    if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+        for arg in &a.args {
+            match arg {
+                syn::GenericArgument::Type(t) => {
+                    if let Some(d) = dialect_of_type(t) {
+                        return Some(d);
+                    }
+                    if let syn::Type::Path(p) = t
+                        && let Some(s) = p.path.segments.last()
+                    {
+                        args.push(s.ident.to_string());
+                    }
+                }
+                // `Executor<'c, Database = Sqlite>`
+                syn::GenericArgument::AssocType(a) => {
+                    if let syn::Type::Path(p) = &a.ty
+                        && let Some(s) = p.path.segments.last()
+                    {
+                        args.push(s.ident.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    super::super::dialects::of_type_name(&last.ident.to_string(), &qualified, &args)
 }
 
 /// `Executor`, `PgExecutor`, `Acquire`, sea-orm's `ConnectionTrait`, tokio-postgres'

@@ -5,7 +5,7 @@ use super::*;
 impl<'a, 'w> Walker<'a, 'w> {
     pub(super) fn new(
         ix: &'w Index<'a>,
-        front: &'w mut Front<'a>,
+        front: &'w mut Front,
         shared: &'w mut Shared,
         file: usize,
     ) -> Self {
@@ -34,6 +34,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             calls: Vec::new(),
             test: false,
             const_depth: 0,
+            backends: HashMap::new(),
             last_step: None,
             stack: Vec::new(),
         }
@@ -89,7 +90,16 @@ impl<'a, 'w> Walker<'a, 'w> {
             kind: Executor::Unknown,
             walker: UNKNOWN,
             session: None,
+            dialect: None,
         }
+    }
+
+    /// A handle of the kind and database a type names (`&SqlitePool`), or none.
+    pub(super) fn typed(&mut self, ty: &syn::Type) -> Option<Handle> {
+        let kind = types::of_type(ty, &self.ix.config.rust)?;
+        let mut h = self.handle_of_kind(kind);
+        h.dialect = types::dialect_of_type(ty);
+        Some(h)
     }
 
     /// A handle of `kind` that this function does not know the origin of (a parameter, a field).
@@ -99,6 +109,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 kind,
                 walker: POOL,
                 session: None,
+                dialect: None,
             },
             Executor::Connection | Executor::PooledConnection => {
                 self.new_session(kind, Executor::Unknown, None)
@@ -110,6 +121,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     kind,
                     walker: self.walkers.len() - 1,
                     session: Some(session),
+                    dialect: None,
                 }
             }
             _ => Walker::unknown_handle(),
@@ -136,6 +148,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             kind,
             walker: self.walkers.len() - 1,
             session: Some(session),
+            dialect: None,
         }
     }
 
@@ -150,6 +163,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             kind: Executor::Transaction,
             walker: self.walkers.len() - 1,
             session: Some(session),
+            dialect: parent.dialect,
         }
     }
 
@@ -294,9 +308,9 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             syn::Pat::Type(t) => {
                 self.note_sorted(&t.pat, &t.ty);
-                let value = match (value, types::of_type(&t.ty, &self.ix.config.rust)) {
-                    (Value::None, Some(kind)) => Value::Handle(self.handle_of_kind(kind)),
-                    (v, _) => v,
+                let value = match value {
+                    Value::None => self.typed(&t.ty).map_or(Value::None, Value::Handle),
+                    v => v,
                 };
                 self.bind(&t.pat, value);
             }
@@ -324,11 +338,12 @@ impl<'a, 'w> Walker<'a, 'w> {
             let given = args.and_then(|a| a.get(i)).cloned().unwrap_or_default();
             i += 1;
             let value = match given {
-                Value::None => match types::of_type(&t.ty, &self.ix.config.rust)
-                    .or_else(|| types::generic_executor(sig, &t.ty))
-                {
-                    Some(kind) => Value::Handle(self.handle_of_kind(kind)),
-                    None => Value::None,
+                Value::None => match self.typed(&t.ty) {
+                    Some(h) => Value::Handle(h),
+                    None => match types::generic_executor(sig, &t.ty) {
+                        Some(kind) => Value::Handle(self.handle_of_kind(kind)),
+                        None => Value::None,
+                    },
                 },
                 v => v,
             };
@@ -468,11 +483,12 @@ impl<'a, 'w> Walker<'a, 'w> {
                 };
                 let is = |name| pat.is_some_and(|p| pattern_is(p, name));
                 let c = self.choice();
+                let backend = backend_test(&i.cond);
                 self.in_arm(Some(c), &from, is("Err"), |w| {
                     if let Some(p) = pat {
                         w.bind(p, data.clone());
                     }
-                    w.block(&i.then_branch)
+                    w.with_backend(backend, |w| w.block(&i.then_branch))
                 });
                 if let Some((_, other)) = &i.else_branch {
                     self.in_arm(Some(c), &from, is("Ok"), |w| w.expr(other));
@@ -484,14 +500,16 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let from = self.flow_of(&v, &m.expr);
                 let data = self.or_data(v, &m.expr);
                 let c = self.choice();
+                let scrutinee = path_name(&m.expr);
                 for arm in &m.arms {
                     let failed = pattern_is(&arm.pat, "Err");
+                    let backend = scrutinee.clone().zip(backend_variant(&arm.pat));
                     self.in_arm(Some(c), &from, failed, |w| {
                         w.bind(&arm.pat, data.clone());
                         if let Some((_, g)) = &arm.guard {
                             w.expr(g);
                         }
-                        w.expr(&arm.body);
+                        w.with_backend(backend, |w| w.expr(&arm.body));
                     });
                 }
                 Value::None
@@ -604,6 +622,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                 batch: false,
                 prepared: false,
                 binds: Vec::new(),
+                dialect: None,
+                template: false,
             }),
             None => Value::None,
         }
@@ -672,20 +692,106 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(h) = self.field_sessions.get(&name) {
             return Value::Handle(*h);
         }
-        let kind = self
-            .ix
-            .fields
-            .get(&name)
-            .copied()
-            .or_else(|| types::of_variable_name(&name));
+        let (kind, dialect) = match self.ix.fields.get(&name) {
+            Some(&(kind, dialect)) => (Some(kind), dialect),
+            None => (types::of_variable_name(&name), None),
+        };
         match kind {
             Some(kind) => {
-                let h = self.handle_of_kind(kind);
+                let mut h = self.handle_of_kind(kind);
+                h.dialect = dialect;
                 self.field_sessions.insert(name, h);
                 Value::Handle(h)
             }
             None => Value::None,
         }
+    }
+}
+
+impl Walker<'_, '_> {
+    /// Walk `f` knowing that the variable holds this database backend (`if backend ==
+    /// DbBackend::Sqlite { .. }`).
+    fn with_backend<R>(
+        &mut self,
+        backend: Option<(String, Dialect)>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let Some((var, d)) = backend else {
+            return f(self);
+        };
+        let outer = self.backends.insert(var.clone(), d);
+        let r = f(self);
+        match outer {
+            Some(o) => self.backends.insert(var, o),
+            None => self.backends.remove(&var),
+        };
+        r
+    }
+}
+
+/// The database a sea-orm backend value names (`DbBackend::Sqlite`, `DatabaseBackend::MySql`).
+pub(super) fn backend_name(text: &str) -> Option<Dialect> {
+    match text.rsplit("::").next()?.trim() {
+        "Sqlite" => Some(Dialect::Sqlite),
+        "MySql" => Some(Dialect::Mysql),
+        "Postgres" => Some(Dialect::Postgres),
+        _ => None,
+    }
+}
+
+fn path_name(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Reference(r) => path_name(&r.expr),
+        syn::Expr::Paren(p) => path_name(&p.expr),
+        _ => None,
+    }
+}
+
+/// `x == DbBackend::Sqlite` (either way round): the variable and the database.
+fn backend_test(cond: &syn::Expr) -> Option<(String, Dialect)> {
+    let syn::Expr::Binary(b) = cond else {
+        return None;
+    };
+    if !matches!(b.op, syn::BinOp::Eq(_)) {
+        return None;
+    }
+    let variant = |e: &syn::Expr| match e {
+        syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
+            let text: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            backend_name(&text.join("::"))
+        }
+        _ => None,
+    };
+    match (
+        path_name(&b.left),
+        variant(&b.right),
+        path_name(&b.right),
+        variant(&b.left),
+    ) {
+        (Some(v), Some(d), ..) | (.., Some(v), Some(d)) => Some((v, d)),
+        _ => None,
+    }
+}
+
+/// A `match` arm's `DbBackend::Sqlite` pattern.
+fn backend_variant(pat: &syn::Pat) -> Option<Dialect> {
+    match pat {
+        syn::Pat::Path(p) if p.path.segments.len() >= 2 => {
+            let text: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            backend_name(&text.join("::"))
+        }
+        _ => None,
     }
 }
 

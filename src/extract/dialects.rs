@@ -1,0 +1,337 @@
+//! Which database a text is written for, when the configuration does not say: from a `.sql`
+//! file's name, folder and content, from the types and imports of Rust code, and from the
+//! database crates a `Cargo.toml` depends on. SQL for another database than PostgreSQL or
+//! MySQL is parsed with its own sqlparser dialect, and the core rules leave it alone.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::parse::lex::{Kind, Lexer, Token};
+use crate::source::Dialect;
+
+/// The dialect a `.sql` file's path names: `sqlite/`, `queries_mysql/`, `x.sqlite.sql`, ....
+pub fn of_path(path: &Path) -> Option<Dialect> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+        // `x.sqlite.sql`: the part before `.sql`.
+        parts.extend(stem.rsplit_once('.').map(|(_, d)| d.to_ascii_lowercase()));
+    }
+    for folder in path.parent().into_iter().flat_map(Path::components) {
+        let name = folder.as_os_str().to_string_lossy().to_ascii_lowercase();
+        parts.extend(
+            name.split(|c: char| !c.is_ascii_alphanumeric())
+                .map(str::to_string),
+        );
+    }
+    // The folder nearest the file decides.
+    parts.iter().rev().find_map(|p| of_word(p))
+}
+
+fn of_word(w: &str) -> Option<Dialect> {
+    Some(match w {
+        "sqlite" | "sqlite3" => Dialect::Sqlite,
+        "mysql" | "mariadb" => Dialect::Mysql,
+        "mssql" | "sqlserver" | "tsql" => Dialect::Mssql,
+        "postgres" | "postgresql" | "pg" | "psql" => Dialect::Postgres,
+        _ => return None,
+    })
+}
+
+/// What a `.sql` file's text shows, outside comments and strings: SQLite's `AUTOINCREMENT`,
+/// `PRAGMA` and `?1` placeholders; MySQL's `ENGINE=`, `AUTO_INCREMENT` and backticks; SQL
+/// Server's `IDENTITY(` and `GO`; bare `?` placeholders, which PostgreSQL does not have, with
+/// nothing else: a database txlint cannot tell.
+pub fn of_text(text: &str) -> Option<Dialect> {
+    let t: Vec<Token> = Lexer::new(text, Dialect::Postgres, true)
+        .filter(|t| !matches!(t.kind, Kind::Comment | Kind::String | Kind::Meta))
+        .collect();
+    let word = |i: usize| {
+        t.get(i)
+            .filter(|x| x.kind == Kind::Word)
+            .map(|x| x.text(text))
+    };
+    let punct = |i: usize, p: &str| t.get(i).is_some_and(|x| x.is_punct(text, p));
+    let (mut numbered, mut bare) = (false, false);
+    for (i, tok) in t.iter().enumerate() {
+        let starts = i == 0 || t[i - 1].kind == Kind::Semicolon;
+        match word(i).map(str::to_ascii_lowercase).as_deref() {
+            Some("autoincrement") => return Some(Dialect::Sqlite),
+            Some("pragma") if starts => return Some(Dialect::Sqlite),
+            Some("auto_increment") => return Some(Dialect::Mysql),
+            Some("engine") if punct(i + 1, "=") => return Some(Dialect::Mysql),
+            Some("identity") if punct(i + 1, "(") => return Some(Dialect::Mssql),
+            Some("go") if starts && t.get(i + 1).is_none_or(|n| n.kind == Kind::Word) => {
+                return Some(Dialect::Mssql);
+            }
+            _ => {}
+        }
+        if tok.is_punct(text, "`") {
+            return Some(Dialect::Mysql);
+        }
+        if !tok.is_punct(text, "?") {
+            continue;
+        }
+        // A placeholder follows an operator, a comma, a parenthesis or a keyword; PostgreSQL's
+        // `?`, `?|`, `?&` jsonb operators sit between two operands.
+        let after_operand = i > 0
+            && matches!(
+                t[i - 1].kind,
+                Kind::Number | Kind::String | Kind::QuotedIdent | Kind::Param
+            )
+            || i > 0 && t[i - 1].kind == Kind::Word && !is_keyword(t[i - 1].text(text))
+            || i > 0 && (t[i - 1].is_punct(text, ")") || t[i - 1].is_punct(text, "]"));
+        let next = t.get(i + 1);
+        if after_operand || next.is_some_and(|n| n.is_punct(text, "|") || n.is_punct(text, "&")) {
+            continue;
+        }
+        match next {
+            Some(n) if n.kind == Kind::Number && n.start == tok.end => numbered = true,
+            _ => bare = true,
+        }
+    }
+    if numbered {
+        return Some(Dialect::Sqlite);
+    }
+    bare.then_some(Dialect::Unknown)
+}
+
+fn is_keyword(w: &str) -> bool {
+    matches!(
+        w.to_ascii_lowercase().as_str(),
+        "and"
+            | "or"
+            | "not"
+            | "limit"
+            | "offset"
+            | "when"
+            | "then"
+            | "else"
+            | "by"
+            | "select"
+            | "values"
+            | "set"
+            | "in"
+            | "like"
+            | "is"
+            | "where"
+            | "between"
+            | "return"
+    )
+}
+
+/// The one database family a Rust file's text names (`rusqlite`, `SqlitePool`, `MySqlPool`,
+/// `mysql_async`, `PgPool`, `tokio_postgres`, `tiberius`, ...), if it names exactly one.
+pub fn of_rust_text(text: &str) -> Option<Dialect> {
+    let mut found = BTreeSet::new();
+    for w in text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.len() > 2)
+    {
+        let d = match w {
+            "rusqlite" | "libsql" | "deadpool_sqlite" | "Sqlite" | "SqlitePool"
+            | "SqliteConnection" | "SqlitePoolOptions" | "SqliteRow" | "sqlite" => Dialect::Sqlite,
+            "mysql_async" | "MySql" | "MySqlPool" | "MySqlConnection" | "MySqlPoolOptions"
+            | "MySqlRow" | "MysqlConnection" | "mysql" => Dialect::Mysql,
+            "tiberius" => Dialect::Mssql,
+            "Postgres" | "PgPool" | "PgConnection" | "PgPoolOptions" | "PgRow"
+            | "tokio_postgres" | "deadpool_postgres" | "postgres" => Dialect::Postgres,
+            _ => continue,
+        };
+        found.insert(d);
+    }
+    let mut it = found.into_iter();
+    match (it.next(), it.next()) {
+        (Some(d), None) => Some(d),
+        _ => None,
+    }
+}
+
+/// The dialect a Rust type names, by its last segment or a generic argument
+/// (`SqlitePool`, `Pool<Sqlite>`, `Transaction<'_, MySql>`, `rusqlite::Connection`).
+pub fn of_type_name(name: &str, qualified: &[String], args: &[String]) -> Option<Dialect> {
+    let from = |krate: &str| qualified.first().is_some_and(|s| s == krate);
+    if from("rusqlite") || from("libsql") || from("deadpool_sqlite") {
+        return Some(Dialect::Sqlite);
+    }
+    if from("mysql_async") || from("mysql") {
+        return Some(Dialect::Mysql);
+    }
+    if from("tiberius") {
+        return Some(Dialect::Mssql);
+    }
+    if from("tokio_postgres") || from("postgres") || from("deadpool_postgres") {
+        return Some(Dialect::Postgres);
+    }
+    let by = |n: &str| match n {
+        "SqlitePool" | "SqliteConnection" | "Sqlite" => Some(Dialect::Sqlite),
+        "MySqlPool" | "MySqlConnection" | "MysqlConnection" | "MySql" => Some(Dialect::Mysql),
+        "PgPool" | "PgConnection" | "Postgres" => Some(Dialect::Postgres),
+        "AnyPool" | "AnyConnection" | "Any" => Some(Dialect::Unknown),
+        _ => None,
+    };
+    by(name).or_else(|| args.iter().find_map(|a| by(a)))
+}
+
+/// `#[cfg(feature = "sqlite")]` (or `"mysql"`, `"postgres"`) on an item: code for that database.
+pub fn of_cfg_feature(tokens: &str) -> Option<Dialect> {
+    if !tokens.contains("feature") || tokens.contains("not") {
+        return None;
+    }
+    let mut found = BTreeSet::new();
+    for lit in tokens.split('"').skip(1).step_by(2) {
+        let words = lit
+            .to_ascii_lowercase()
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find_map(of_word);
+        found.extend(words);
+    }
+    let mut it = found.into_iter();
+    match (it.next(), it.next()) {
+        (Some(d), None) => Some(d),
+        _ => None,
+    }
+}
+
+/// The database family a crate talks to, from its `Cargo.toml`: the database crates it depends
+/// on and the backends it enables (`sqlx` features, `sea-orm`'s `sqlx-*`, `diesel`'s), when
+/// there is exactly one. Cached per manifest.
+#[derive(Default)]
+pub struct Crates {
+    manifests: HashMap<PathBuf, Option<Dialect>>,
+}
+
+impl Crates {
+    /// The dialect of the crate `path` belongs to (the nearest `Cargo.toml` above it).
+    pub fn of(&mut self, path: &Path) -> Option<Dialect> {
+        let abs = std::path::absolute(path).ok()?;
+        let manifest = abs
+            .ancestors()
+            .skip(1)
+            .map(|d| d.join("Cargo.toml"))
+            .find(|m| m.is_file())?;
+        if let Some(d) = self.manifests.get(&manifest) {
+            return *d;
+        }
+        let d = std::fs::read_to_string(&manifest)
+            .ok()
+            .and_then(|t| of_manifest(&t));
+        self.manifests.insert(manifest, d);
+        d
+    }
+}
+
+/// The one database family a manifest's dependencies and features name.
+pub fn of_manifest(text: &str) -> Option<Dialect> {
+    let toml: toml::Table = text.parse().ok()?;
+    let mut found = BTreeSet::new();
+    let mut note = |s: &str| {
+        let s = s.to_ascii_lowercase();
+        let d = match s.as_str() {
+            "rusqlite" | "libsql" | "deadpool-sqlite" | "sqlite" | "sqlx-sqlite" => Dialect::Sqlite,
+            "mysql" | "mysql_async" | "mysql-async" | "sqlx-mysql" => Dialect::Mysql,
+            "tiberius" | "mssql" => Dialect::Mssql,
+            "postgres" | "tokio-postgres" | "deadpool-postgres" | "bb8-postgres" | "postgresql"
+            | "sqlx-postgres" | "pg" => Dialect::Postgres,
+            _ => return,
+        };
+        found.insert(d);
+    };
+    if let Some(deps) = toml.get("dependencies").and_then(|d| d.as_table()) {
+        for (name, spec) in deps {
+            note(name);
+            let features = spec.get("features").and_then(|f| f.as_array());
+            for f in features.into_iter().flatten().filter_map(|f| f.as_str()) {
+                note(f);
+            }
+        }
+    }
+    if let Some(features) = toml.get("features").and_then(|f| f.as_table()) {
+        for values in features.values().filter_map(|v| v.as_array()) {
+            for v in values.iter().filter_map(|v| v.as_str()) {
+                // `sqlx/sqlite`, `sqlx?/mysql`, `sea-orm?/sqlx-postgres`.
+                if let Some((_, feature)) = v.split_once('/') {
+                    note(feature);
+                }
+            }
+        }
+    }
+    let mut it = found.into_iter();
+    match (it.next(), it.next()) {
+        (Some(d), None) => Some(d),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_databases() {
+        assert_eq!(
+            of_path(Path::new("src/queries_mysql/a.sql")),
+            Some(Dialect::Mysql)
+        );
+        assert_eq!(
+            of_path(Path::new("db/sqlite/init.sql")),
+            Some(Dialect::Sqlite)
+        );
+        assert_eq!(
+            of_path(Path::new("db/schema.sqlite.sql")),
+            Some(Dialect::Sqlite)
+        );
+        assert_eq!(
+            of_path(Path::new("mysql/queries_postgres/a.sql")),
+            Some(Dialect::Postgres),
+            "the nearest folder decides"
+        );
+        assert_eq!(of_path(Path::new("db/migrations/1_init.sql")), None);
+    }
+
+    #[test]
+    fn texts_show_databases() {
+        let sqlite = "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT);";
+        assert_eq!(of_text(sqlite), Some(Dialect::Sqlite));
+        assert_eq!(
+            of_text("SELECT * FROM t WHERE id = ?1"),
+            Some(Dialect::Sqlite)
+        );
+        assert_eq!(
+            of_text("CREATE TABLE `t` (id int) ENGINE=InnoDB;"),
+            Some(Dialect::Mysql)
+        );
+        assert_eq!(
+            of_text("UPDATE t SET a = ? WHERE id = ?"),
+            Some(Dialect::Unknown)
+        );
+        assert_eq!(
+            of_text("SELECT data ? 'key', data ?| array['a'] FROM t"),
+            None
+        );
+        assert_eq!(of_text("SELECT * FROM t WHERE id = $1"), None);
+        assert_eq!(
+            of_text("-- not `mysql`\nSELECT 'AUTOINCREMENT' FROM t;"),
+            None
+        );
+        assert_eq!(of_text("SELECT * FROM t LIMIT ?"), Some(Dialect::Unknown));
+    }
+
+    #[test]
+    fn manifests_name_databases() {
+        let sqlite = "[dependencies]\nrusqlite = { version = \"0.37\" }\nserde = \"1\"\n";
+        assert_eq!(of_manifest(sqlite), Some(Dialect::Sqlite));
+        let many = "[dependencies]\nsqlx = \"0.8\"\n[features]\nmysql = [\"sqlx/mysql\"]\nsqlite = [\"sqlx/sqlite\"]\n";
+        assert_eq!(of_manifest(many), None);
+        let pg = "[dependencies]\nsea-orm = { version = \"2\", features = [\"sqlx-postgres\", \"macros\"] }\n";
+        assert_eq!(of_manifest(pg), Some(Dialect::Postgres));
+        assert_eq!(
+            of_cfg_feature("feature = \"sqlite\""),
+            Some(Dialect::Sqlite)
+        );
+        assert_eq!(of_cfg_feature("not(feature = \"sqlite\")"), None);
+        assert_eq!(
+            of_type_name("Pool", &["sqlx".into(), "Pool".into()], &["Sqlite".into()]),
+            Some(Dialect::Sqlite)
+        );
+    }
+}
