@@ -90,6 +90,7 @@ impl Front {
         if !assigns.is_empty() {
             facts.assigns = assigns;
         }
+        facts.shrink_to_fit();
         self.out.stats += Stats {
             statements: 1,
             parsed: usize::from(facts.parsed),

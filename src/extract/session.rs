@@ -84,7 +84,7 @@ impl SessionWalker {
             SqlMode::Statements => {
                 let mut tx =
                     Transaction::new(Scope::Unknown, Executor::Unknown, Isolation::ReadCommitted);
-                tx.steps.push(step);
+                tx.steps = vec![step];
                 self.done.push(tx);
                 return;
             }
@@ -157,7 +157,8 @@ impl SessionWalker {
             return;
         }
         let mut tx = Transaction::new(Scope::Autocommit, self.executor, self.session_isolation);
-        tx.steps.push(step);
+        // Most autocommit transactions are one statement: no room for more.
+        tx.steps = vec![step];
         self.done.push(tx);
         self.last_message = Some(message);
     }
@@ -168,6 +169,10 @@ impl SessionWalker {
         if let Some(tx) = self.open.take() {
             self.done.push(tx);
         }
+        for tx in &mut self.done {
+            tx.steps.shrink_to_fit();
+        }
+        self.done.shrink_to_fit();
         self.done
     }
 }

@@ -9,7 +9,7 @@ use super::{Extracted, Front, RoutineEvent};
 use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
 use crate::parse::lex::{Kind, Token};
-use crate::parse::split::{RawStatement, split};
+use crate::parse::split::{RawStatement, split_each};
 use crate::parse::{plpgsql, split as splitter};
 use crate::source::{Dialect, FileId, OffsetMap, Span};
 
@@ -34,13 +34,12 @@ pub fn extract(
         None => text,
     };
     let map = OffsetMap::shifted(0);
-    let statements = split(text, dialect, true).statements;
-    let mut steps = Vec::with_capacity(statements.len());
-    for (seq, stmt) in statements.iter().enumerate() {
-        let mut step = x.step(text, &map, stmt, Vec::new());
-        step.seq = seq;
+    let mut steps = Vec::new();
+    split_each(text, dialect, true, |stmt| {
+        let mut step = x.step(text, &map, &stmt, Vec::new());
+        step.seq = steps.len();
         step.session = Some(0);
-        x.bodies(text, stmt, &step.facts);
+        x.bodies(text, &stmt, &step.facts);
         for (name, arity) in dropped_routines(text, &stmt.tokens) {
             x.out.routines.push(RoutineEvent {
                 name,
@@ -50,24 +49,20 @@ pub fn extract(
             });
         }
         steps.push((step, stmt.message));
-    }
+    });
     // The configuration decides; else the runner txlint recognised; else a psql script.
     let mut runner = runner.filter(|_| settings.mode.is_none());
     let mode = settings
         .mode
         .or(runner.map(|r| r.mode))
         .unwrap_or(SqlMode::Script);
-    let mut transactions = group(&steps, mode);
-    let lock_outside = |txs: &[Transaction]| {
-        txs.iter().any(|t| {
-            t.scope.is_autocommit() && t.steps.iter().any(|s| s.facts.table_lock.is_some())
-        })
-    };
-    if settings.mode.is_none() && runner.is_none() && lock_outside(&transactions) {
+    let mut mode = mode;
+    if settings.mode.is_none() && runner.is_none() && lock_outside_transaction(&steps) {
         let wrapped = runners::wrapped_by_lock_table();
-        transactions = group(&steps, wrapped.mode);
+        mode = wrapped.mode;
         runner = Some(wrapped);
     }
+    let transactions = group(steps, mode);
     let kind = match mode {
         SqlMode::Statements => UnitKind::QueryFile,
         _ => UnitKind::Script,
@@ -85,12 +80,27 @@ pub fn extract(
 }
 
 /// The file's statements grouped into transactions as `mode` runs them.
-fn group(steps: &[(Step, usize)], mode: SqlMode) -> Vec<Transaction> {
+fn group(steps: Vec<(Step, usize)>, mode: SqlMode) -> Vec<Transaction> {
     let mut script = SessionWalker::script(mode);
     for (step, message) in steps {
-        script.push(step.clone(), *message);
+        script.push(step, message);
     }
     script.finish()
+}
+
+/// A `LOCK TABLE` outside `BEGIN ... COMMIT`, as psql would run the file.
+fn lock_outside_transaction(steps: &[(Step, usize)]) -> bool {
+    let mut open = false;
+    steps.iter().any(|(s, _)| {
+        match s.facts.tx {
+            Some(TxControl::Begin { .. }) => open = true,
+            Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
+                open = false
+            }
+            _ => {}
+        }
+        !open && s.facts.table_lock.is_some()
+    })
 }
 
 impl Front {

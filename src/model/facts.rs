@@ -16,7 +16,7 @@ pub struct Facts {
     pub reads: Vec<TableRef>,
     pub row_locks: Vec<RowLock>,
     pub advisory: Vec<AdvisoryCall>,
-    pub table_lock: Option<TableLock>,
+    pub table_lock: Option<Box<TableLock>>,
     pub tx: Option<TxControl>,
     /// `SET [LOCAL|SESSION] name ...`.
     pub set: Option<SetFact>,
@@ -51,7 +51,7 @@ pub struct Facts {
     pub on_conflict: bool,
     /// A table's keys declared by this statement (`CREATE TABLE`, `CREATE UNIQUE INDEX`,
     /// `ALTER TABLE ... ADD CONSTRAINT`).
-    pub ddl: Option<TableDdl>,
+    pub ddl: Option<Box<TableDdl>>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
     pub assigns: Vec<String>,
     /// Variables of the unit that this statement reads.
@@ -225,7 +225,36 @@ pub struct SetFact {
     pub local: bool,
 }
 
+impl Operand {
+    fn shrink_to_fit(&mut self) {
+        self.params.shrink_to_fit();
+        self.idents.shrink_to_fit();
+        self.text.shrink_to_fit();
+    }
+}
+
 impl Facts {
+    /// Give back what building the facts over-allocated: a run keeps the facts of every
+    /// statement until its rules are done.
+    pub fn shrink_to_fit(&mut self) {
+        self.writes.shrink_to_fit();
+        self.reads.shrink_to_fit();
+        self.row_locks.shrink_to_fit();
+        self.advisory.shrink_to_fit();
+        self.columns.shrink_to_fit();
+        self.sets.shrink_to_fit();
+        self.sets.iter_mut().for_each(|s| s.value.shrink_to_fit());
+        self.filters.shrink_to_fit();
+        self.filters
+            .iter_mut()
+            .for_each(|p| p.value.shrink_to_fit());
+        self.aggregates.shrink_to_fit();
+        self.inserts.shrink_to_fit();
+        self.inserts.iter_mut().for_each(|(_, o)| o.shrink_to_fit());
+        self.assigns.shrink_to_fit();
+        self.uses.shrink_to_fit();
+    }
+
     /// Transaction-scoped locks this statement takes: xact advisory locks, row locks, `LOCK TABLE`.
     pub fn xact_locks(&self) -> impl Iterator<Item = (Span, String)> + '_ {
         let advisory = self

@@ -1,7 +1,7 @@
 //! Questions rules ask of a unit's steps in program order: which values are the same, which
 //! variables carry a read's result.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 
 use super::*;
 
@@ -27,6 +27,102 @@ impl Unit {
     }
 }
 
+/// Reads whose results a variable carries: at most this many, the latest kept.
+const ORIGINS: usize = 32;
+
+/// A unit's steps in program order with what the pairing rules look up, built once in time
+/// linear in the steps: reads by table, and for each step, the reads its variables' values
+/// come from (PL/pgSQL `INTO` targets and assignments, psql `\gset`).
+pub struct Flow<'u> {
+    pub steps: Vec<At<'u>>,
+    /// Positions in `steps` of plain reads (`SELECT`s that write nothing), by table read.
+    reads: HashMap<&'u str, Vec<usize>>,
+    /// For each position: each variable the step uses, and the reads (by `seq`) whose results
+    /// its value carries there.
+    origins: Vec<Vec<(&'u str, Vec<usize>)>>,
+}
+
+impl<'u> Flow<'u> {
+    pub fn new(unit: &'u Unit) -> Self {
+        let steps = unit.ordered();
+        let mut reads: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut origins = Vec::with_capacity(steps.len());
+        // The reads each variable's current value comes from.
+        let mut current: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, a) in steps.iter().enumerate() {
+            let f = &a.step.facts;
+            if f.kind == StmtKind::Select && !f.modifies {
+                for t in &f.reads {
+                    reads.entry(t.name.as_str()).or_default().push(i);
+                }
+            }
+            let used: Vec<(&str, Vec<usize>)> = f
+                .uses
+                .iter()
+                .map(|u| {
+                    (
+                        u.as_str(),
+                        current.get(u.as_str()).cloned().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            if !f.assigns.is_empty() {
+                let mut from: Vec<usize> =
+                    used.iter().flat_map(|(_, o)| o.iter().copied()).collect();
+                if !f.reads.is_empty() {
+                    from.push(a.step.seq);
+                }
+                from.sort_unstable();
+                from.dedup();
+                let keep = from.len().saturating_sub(ORIGINS);
+                from.drain(..keep);
+                for v in &f.assigns {
+                    current.insert(v.as_str(), from.clone());
+                }
+            }
+            origins.push(used);
+        }
+        Flow {
+            steps,
+            reads,
+            origins,
+        }
+    }
+
+    /// The position of the step with this `seq`.
+    pub fn position(&self, seq: usize) -> Option<usize> {
+        self.steps.binary_search_by_key(&seq, |a| a.step.seq).ok()
+    }
+
+    /// Positions of plain reads of `table` before position `before`, nearest first.
+    pub fn reads_of(&self, table: &str, before: usize) -> impl Iterator<Item = usize> + '_ {
+        let list = self.reads.get(table).map_or(&[][..], Vec::as_slice);
+        let n = list.partition_point(|&i| i < before);
+        list[..n].iter().rev().copied()
+    }
+
+    /// The reads (by `seq`) whose results the variables of the step at position `at` carry.
+    pub fn var_origins(&self, at: usize) -> impl Iterator<Item = usize> + '_ {
+        self.origins[at].iter().flat_map(|(_, o)| o.iter().copied())
+    }
+
+    /// Does `o`, in the step at position `w`, carry data from the read `r`: a bound host value
+    /// computed from its result, or a variable it filled (directly or through others)?
+    pub fn flows_from(&self, o: &Operand, r: &Step, w: usize) -> bool {
+        let ws = self.steps[w].step;
+        o.params.iter().any(|p| {
+            ws.inputs
+                .iter()
+                .any(|i| i.param == *p && i.from.contains(&r.seq))
+        }) || o.idents.iter().any(|ident| {
+            let var = ident.split('.').next().unwrap_or(ident);
+            self.origins[w]
+                .iter()
+                .any(|(u, from)| *u == var && from.contains(&r.seq))
+        })
+    }
+}
+
 /// What a value is, comparable across statements: the host expression bound to a parameter,
 /// or the SQL text (a literal, a variable).
 pub fn value_key(o: &Operand, step: &Step) -> String {
@@ -48,33 +144,6 @@ pub fn value_key(o: &Operand, step: &Step) -> String {
 pub fn is_var(ident: &str, step: &Step) -> bool {
     let first = ident.split('.').next().unwrap_or(ident);
     step.facts.uses.iter().any(|u| u == first)
-}
-
-/// Variables whose values come from `r`'s result, as of step `w`.
-pub fn tainted_vars(steps: &[At], r: &Step, w: &Step) -> BTreeSet<String> {
-    let mut tainted: BTreeSet<String> = r.facts.assigns.iter().cloned().collect();
-    for a in steps
-        .iter()
-        .filter(|a| a.step.seq > r.seq && a.step.seq < w.seq)
-    {
-        if a.step.facts.uses.iter().any(|u| tainted.contains(u)) {
-            tainted.extend(a.step.facts.assigns.iter().cloned());
-        }
-    }
-    tainted
-}
-
-/// Does `o` (in step `w`) carry data from `r`: a bound host value computed from its result, or
-/// a variable it filled?
-pub fn flows_from(o: &Operand, r: &Step, w: &Step, tainted: &BTreeSet<String>) -> bool {
-    o.params.iter().any(|p| {
-        w.inputs
-            .iter()
-            .any(|i| i.param == *p && i.from.contains(&r.seq))
-    }) || o
-        .idents
-        .iter()
-        .any(|i| is_var(i, w) && tainted.contains(i.split('.').next().unwrap_or(i)))
 }
 
 /// The row lock that a count or sum over a set relies on: a locking read of rows (not the very

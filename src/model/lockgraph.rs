@@ -64,7 +64,15 @@ pub struct LockGraph<'p> {
     pub edges: Vec<Edge>,
     /// Each cycle as edge indices, in order around the cycle.
     pub cycles: Vec<Vec<usize>>,
+    /// Transactions (where they begin) that held more resources than [`HELD`], or where the
+    /// graph reached [`EDGES`]: later acquisitions there add no edges.
+    pub limited: Vec<Span>,
 }
+
+/// Distinct resources one transaction can hold in the graph.
+pub const HELD: usize = 1_000;
+/// Edges of the whole graph.
+pub const EDGES: usize = 2_000_000;
 
 /// The `$n` of an advisory key replaced by the host value bound to it (as messages show it).
 fn key_text(key: &str, step: &Step) -> String {
@@ -170,6 +178,13 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                     if held.iter().any(|(h, ..)| *h == r) {
                         continue;
                     }
+                    if held.len() >= HELD || g.edges.len() >= EDGES {
+                        let at = tx.begin.unwrap_or(tx.steps[0].span);
+                        if g.limited.last() != Some(&at) {
+                            g.limited.push(at);
+                        }
+                        continue;
+                    }
                     for (i, &(h, at, by)) in held.iter().enumerate() {
                         // Alternative arms (`IF ... ELSE`) never hold one while taking the other.
                         if unit.exclusive(&by.branch, &step.branch) {
@@ -189,7 +204,10 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                     held.push((r, span, step));
                 }
             }
-            g.txs.push(locks);
+            // One lock orders nothing: most autocommit statements need no entry.
+            if locks.acquisitions.len() > 1 {
+                g.txs.push(locks);
+            }
         }
     }
     g.cycles = cycles(&g);
@@ -293,15 +311,17 @@ fn strongly_connected(g: &LockGraph) -> Vec<Vec<usize>> {
 /// A simple cycle through the component's first node, as edge indices.
 fn cycle_in(g: &LockGraph, component: &[usize]) -> Option<Vec<usize>> {
     let start = component[0];
+    let inside: std::collections::HashSet<usize> = component.iter().copied().collect();
+    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, e) in g.edges.iter().enumerate() {
+        if inside.contains(&e.from) && inside.contains(&e.to) {
+            out.entry(e.from).or_default().push(i);
+        }
+    }
     let mut prev: HashMap<usize, usize> = HashMap::new();
     let mut queue = std::collections::VecDeque::from([start]);
     while let Some(v) = queue.pop_front() {
-        for (i, e) in g
-            .edges
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.from == v && component.contains(&e.to))
-        {
+        for (i, e) in out.get(&v).into_iter().flatten().map(|&i| (i, &g.edges[i])) {
             if e.to == start {
                 let mut path = vec![i];
                 let mut at = v;

@@ -281,7 +281,7 @@ impl Reader<'_> {
             StmtKind::Transaction => f.tx = self.tx_control(&c),
             StmtKind::Set => f.set = set_fact(&c),
             StmtKind::Lock if self.dialect == Dialect::Postgres => {
-                f.table_lock = Some(self.table_lock(&c));
+                f.table_lock = Some(Box::new(self.table_lock(&c)));
             }
             _ => {}
         }
@@ -791,7 +791,7 @@ impl Reader<'_> {
         f.other_conditions = s.other_conditions;
         f.aggregates = s.aggregates;
         f.inserts = s.inserts;
-        f.ddl = s.ddl;
+        f.ddl = s.ddl.map(Box::new);
         for (_, o) in &mut f.inserts {
             rename(o);
         }

@@ -49,23 +49,22 @@ pub fn stand_in(before: &str, len: usize) -> String {
     }
 }
 
-/// A split script: its statements and its comments (suppressions live in comments).
+/// A split script: its statements.
 #[derive(Debug, Default)]
 pub struct Split {
     pub statements: Vec<RawStatement>,
-    pub comments: Vec<Token>,
 }
 
-struct Builder<'a> {
+struct Builder<'a, F> {
     src: &'a str,
-    out: Split,
+    out: F,
     tokens: Vec<Token>,
     /// Meta-commands and psql variables inside the current statement, to neutralise.
     blanks: Vec<Token>,
     message: usize,
 }
 
-impl Builder<'_> {
+impl<F: FnMut(RawStatement)> Builder<'_, F> {
     fn finish(&mut self, gset: bool) {
         let tokens = std::mem::take(&mut self.tokens);
         let blanks = std::mem::take(&mut self.blanks);
@@ -113,7 +112,7 @@ impl Builder<'_> {
             template = true;
             i = close + 1;
         }
-        self.out.statements.push(RawStatement {
+        (self.out)(RawStatement {
             range,
             tokens,
             sql,
@@ -128,10 +127,18 @@ impl Builder<'_> {
 /// Split `src` into statements. `psql` enables meta-commands, `:var` and `COPY ... FROM stdin`
 /// data (top level of a `.sql` file).
 pub fn split(src: &str, dialect: Dialect, psql: bool) -> Split {
+    let mut out = Split::default();
+    split_each(src, dialect, psql, |s| out.statements.push(s));
+    out
+}
+
+/// [`split`], handing each statement to `each` as soon as it is cut: a large file's tokens are
+/// never all held at once.
+pub fn split_each(src: &str, dialect: Dialect, psql: bool, each: impl FnMut(RawStatement)) {
     let mut lx = Lexer::new(src, dialect, psql);
     let mut b = Builder {
         src,
-        out: Split::default(),
+        out: each,
         tokens: Vec::new(),
         blanks: Vec::new(),
         message: 0,
@@ -143,7 +150,7 @@ pub fn split(src: &str, dialect: Dialect, psql: bool) -> Split {
     let mut parens = 0usize;
     while let Some(t) = lx.next() {
         match t.kind {
-            Kind::Comment => b.out.comments.push(t),
+            Kind::Comment => {}
             Kind::Semicolon if atomic == 0 && parens == 0 => {
                 let copy_in = psql && is_copy_from_stdin(src, &b.tokens);
                 b.finish(false);
@@ -192,7 +199,6 @@ pub fn split(src: &str, dialect: Dialect, psql: bool) -> Split {
         }
     }
     b.finish(false);
-    b.out
 }
 
 fn is_copy_from_stdin(src: &str, tokens: &[Token]) -> bool {

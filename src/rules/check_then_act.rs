@@ -1,11 +1,12 @@
 //! `check-then-act`: a decision read (existence, count, max, sum) and a write that depends on
 //! it, with nothing protecting the predicate in between.
 
+use std::collections::HashMap;
+
+use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{
-    At, advisory_before, flows_from, is_var, one_row_lock_before, tainted_vars, value_key,
-};
+use crate::model::flow::{At, Flow, advisory_before, is_var, one_row_lock_before, value_key};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -17,28 +18,70 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
-        let steps = unit.ordered();
-        // Decision reads, in program order: most steps are not one.
-        let reads: Vec<usize> = (0..steps.len())
-            .filter(|&i| is_decision(&steps[i]))
-            .collect();
-        if reads.is_empty() {
+        let flow = Flow::new(unit);
+        if !flow.steps.iter().any(is_decision) {
             continue;
         }
-        for (j, w) in steps.iter().enumerate() {
+        // The reads each branch arm is taken on.
+        let mut arms: HashMap<usize, Vec<usize>> = HashMap::new();
+        for c in unit.conditions.iter().filter(|c| !c.failed) {
+            arms.entry(c.branch).or_default().extend(&c.from);
+        }
+        let mut limited = false;
+        for j in 0..flow.steps.len() {
+            let w = &flow.steps[j];
+            let f = &w.step.facts;
             if !matches!(
-                w.step.facts.kind,
+                f.kind,
                 StmtKind::Insert | StmtKind::Update | StmtKind::Delete
             ) || w.txn.scope == Scope::Unknown
             {
                 continue;
             }
-            let before = reads.partition_point(|&i| i < j);
-            let found = reads[..before]
+            // The decisions this write can depend on: reads of its table, reads whose results
+            // flow into it, reads the branches around it are taken on; nearest first.
+            let by_seq = w
+                .step
+                .inputs
                 .iter()
-                .rev()
-                .find_map(|&i| finding(cx, unit, &steps, &steps[i], w));
+                .flat_map(|i| i.from.iter().copied())
+                .chain(flow.var_origins(j))
+                .chain(
+                    w.step
+                        .branch
+                        .iter()
+                        .flat_map(|b| arms.get(b))
+                        .flatten()
+                        .copied(),
+                )
+                .filter_map(|seq| flow.position(seq));
+            let of_table = f
+                .writes
+                .first()
+                .into_iter()
+                .flat_map(|t| flow.reads_of(&t.name, j));
+            let mut candidates: Vec<usize> = of_table
+                .chain(by_seq)
+                .filter(|&i| i < j && is_decision(&flow.steps[i]))
+                .collect();
+            candidates.sort_unstable_by(|a, b| b.cmp(a));
+            candidates.dedup();
+            if candidates.len() > CANDIDATES {
+                candidates.truncate(CANDIDATES);
+                limited = true;
+            }
+            let found = candidates
+                .iter()
+                .find_map(|&i| finding(cx, unit, &flow, i, j));
             out.extend(found);
+        }
+        if limited {
+            out.push(analysis_limit_diagnostic(
+                unit.span,
+                RULE.name,
+                "every decision read before some of this unit's writes",
+                &format!("a write has more than {CANDIDATES} candidate reads; the nearest were paired with it"),
+            ));
         }
     }
 }
@@ -62,14 +105,15 @@ fn what(r: &Step) -> String {
     }
 }
 
-fn finding(cx: &Context, unit: &Unit, steps: &[At], r: &At, w: &At) -> Option<Diagnostic> {
+fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Option<Diagnostic> {
+    let (r, w) = (&flow.steps[ri], &flow.steps[wi]);
     let rf = &r.step.facts;
     let wf = &w.step.facts;
     let table = &wf.writes.first()?.name;
     if is_hole(table) || unit.exclusive(&r.step.branch, &w.step.branch) {
         return None;
     }
-    let how = depends(unit, steps, r.step, w.step, table)?;
+    let how = depends(unit, flow, r.step, wi, table)?;
     if rechecks(r.step, w.step) {
         return None;
     }
@@ -155,8 +199,8 @@ fn guards(g: &Step, r: &Step) -> bool {
 
 /// How the write depends on the read, if it does. A decision is a branch on the value that
 /// was read, never on whether the call succeeded: a `?` decides nothing.
-fn depends(unit: &Unit, steps: &[At], r: &Step, w: &Step, table: &str) -> Option<&'static str> {
-    let tainted = tainted_vars(steps, r, w);
+fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option<&'static str> {
+    let w = flow.steps[wi].step;
     let f = &w.facts;
     let operands = f
         .sets
@@ -164,7 +208,7 @@ fn depends(unit: &Unit, steps: &[At], r: &Step, w: &Step, table: &str) -> Option
         .map(|s| &s.value)
         .chain(f.inserts.iter().map(|(_, o)| o))
         .chain(f.filters.iter().map(|p| &p.value));
-    if operands.clone().any(|o| flows_from(o, r, w, &tainted)) {
+    if operands.clone().any(|o| flow.flows_from(o, r, wi)) {
         return Some("it writes a value computed from it");
     }
     // Duplicate registration: insert the very key that was checked.

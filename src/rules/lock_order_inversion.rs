@@ -2,6 +2,7 @@
 //! transaction that locks two rows of one table in argument order, and row sets locked in no
 //! particular order.
 
+use super::analysis_limit::analysis_limit_diagnostic;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{is_var, value_key};
@@ -19,6 +20,18 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     let g = lockgraph::build(cx.program);
     for cycle in &g.cycles {
         out.push(cycle_diagnostic(cx, &g, cycle));
+    }
+    for &span in &g.limited {
+        out.push(analysis_limit_diagnostic(
+            span,
+            RULE.name,
+            "the order of every lock in this transaction",
+            &format!(
+                "a transaction holds more than {} distinct resources (or the run's lock graph reached {} edges); later locks add no edges",
+                lockgraph::HELD,
+                lockgraph::EDGES
+            ),
+        ));
     }
     for t in &g.txs {
         self_inversion(cx, &g, t, out);

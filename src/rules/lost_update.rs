@@ -1,12 +1,12 @@
 //! `lost-update`: a value is read, changed outside SQL and written back with nothing that
 //! stops a concurrent run from doing the same in between.
 
-use std::collections::BTreeSet;
-
+use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, flows_from, is_var, tainted_vars, value_key};
+use crate::model::flow::{At, Flow, is_var, value_key};
 use crate::model::*;
+use crate::source::Span;
 
 pub const RULE: Rule = Rule {
     name: "lost-update",
@@ -17,17 +17,34 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
-        let steps = unit.ordered();
-        for (i, w) in steps.iter().enumerate() {
-            if let Some(d) = write(cx, unit, &steps, i, w) {
+        let flow = Flow::new(unit);
+        let mut limited = None;
+        for i in 0..flow.steps.len() {
+            if let Some(d) = write(cx, unit, &flow, i, &mut limited) {
                 out.push(d);
             }
+        }
+        if let Some(span) = limited {
+            out.push(analysis_limit_diagnostic(
+                span,
+                RULE.name,
+                "every read before some of this unit's writes",
+                &format!("a write has more than {CANDIDATES} earlier reads of its table; the nearest were paired with it"),
+            ));
         }
     }
 }
 
-/// The finding for the `UPDATE` at `steps[i]`, against the nearest read that loses it.
-fn write(cx: &Context, unit: &Unit, steps: &[At], i: usize, w: &At) -> Option<Diagnostic> {
+/// The finding for the `UPDATE` at position `i`, against the nearest read that loses it.
+/// `limited` is set to the unit's place when a write had more candidates than the budget.
+fn write(
+    cx: &Context,
+    unit: &Unit,
+    flow: &Flow,
+    i: usize,
+    limited: &mut Option<Span>,
+) -> Option<Diagnostic> {
+    let w = &flow.steps[i];
     let f = &w.step.facts;
     if f.kind != StmtKind::Update || f.sets.is_empty() || w.txn.scope == Scope::Unknown {
         return None;
@@ -36,14 +53,14 @@ fn write(cx: &Context, unit: &Unit, steps: &[At], i: usize, w: &At) -> Option<Di
     if is_hole(table) {
         return None;
     }
-    for r in steps[..i].iter().rev() {
-        let rf = &r.step.facts;
-        if rf.kind != StmtKind::Select || rf.modifies || r.txn.scope == Scope::Unknown {
-            continue;
+    for (n, ri) in flow.reads_of(table, i).enumerate() {
+        if n == CANDIDATES {
+            limited.get_or_insert(unit.span);
+            break;
         }
-        if !rf.reads.iter().any(|t| &t.name == table)
-            || unit.exclusive(&r.step.branch, &w.step.branch)
-        {
+        let r = &flow.steps[ri];
+        let rf = &r.step.facts;
+        if r.txn.scope == Scope::Unknown || unit.exclusive(&r.step.branch, &w.step.branch) {
             continue;
         }
         let same_tx = r.tx == w.tx;
@@ -60,17 +77,16 @@ fn write(cx: &Context, unit: &Unit, steps: &[At], i: usize, w: &At) -> Option<Di
         let Some(keys) = same_row(r.step, w.step) else {
             continue;
         };
-        let tainted = tainted_vars(steps, r.step, w.step);
         for set in &f.sets {
             if relative(set, w.step) {
                 continue;
             }
-            let Some(strong) = evidence(set, r.step, w.step, &tainted) else {
+            let Some(strong) = evidence(flow, set, r.step, i) else {
                 continue;
             };
             // Compare-and-swap: the write checks what was read; or a unique key refuses the
             // second run's copy of a value computed from it.
-            if compares(w.step, r.step, &keys) || claims_unique(cx, steps, r, w, &tainted) {
+            if compares(w.step, r.step, &keys) || claims_unique(cx, flow, r, w) {
                 return None;
             }
             return Some(diagnostic(cx, r, w, set, strong, same_tx));
@@ -136,12 +152,15 @@ fn diagnostic(
 /// key covers (`INSERT INTO events (aggregate_id, version) VALUES (id, v + 1)` with that primary
 /// key): a concurrent run computes the same value and fails there with 23505, so its write is
 /// rolled back instead of lost.
-fn claims_unique(cx: &Context, steps: &[At], r: &At, w: &At, tainted: &BTreeSet<String>) -> bool {
-    steps.iter().any(|a| {
-        let f = &a.step.facts;
-        if a.tx != w.tx || f.kind != StmtKind::Insert || f.on_conflict || a.step.seq < r.step.seq {
+fn claims_unique(cx: &Context, flow: &Flow, r: &At, w: &At) -> bool {
+    w.txn.steps.iter().any(|a| {
+        let f = &a.facts;
+        if f.kind != StmtKind::Insert || f.on_conflict || a.seq < r.step.seq {
             return false;
         }
+        let Some(ai) = flow.position(a.seq) else {
+            return false;
+        };
         let Some(table) = f.writes.first() else {
             return false;
         };
@@ -151,7 +170,7 @@ fn claims_unique(cx: &Context, steps: &[At], r: &At, w: &At, tainted: &BTreeSet<
         };
         f.inserts
             .iter()
-            .any(|(c, o)| key.contains(c) && flows_from(o, r.step, a.step, tainted))
+            .any(|(c, o)| key.contains(c) && flow.flows_from(o, r.step, ai))
     })
 }
 
@@ -183,11 +202,12 @@ fn from_outside(o: &Operand, step: &Step) -> bool {
 
 /// Does the value written come from the read? `Some(true)` when the data flow shows it,
 /// `Some(false)` when only the column overlap suggests it, `None` when it does not.
-fn evidence(set: &SetItem, r: &Step, w: &Step, tainted: &BTreeSet<String>) -> Option<bool> {
+fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
     let o = &set.value;
-    if flows_from(o, r, w, tainted) {
+    if flow.flows_from(o, r, w) {
         return Some(true);
     }
+    let w = flow.steps[w].step;
     // Variables and bound host values are followed; only a parameter whose value txlint never
     // saw (a `$1` in a script, an unrecognised binding) falls back to the column overlap.
     let read = r.facts.columns.iter().any(|c| c == &set.column || c == "*");

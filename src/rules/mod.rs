@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::Program;
 
+pub mod analysis_limit;
 pub mod check_then_act;
 pub mod lock_order_inversion;
 pub mod lost_update;
@@ -80,6 +81,7 @@ impl Rule {
 }
 
 pub const ALL: &[Rule] = &[
+    analysis_limit::RULE,
     check_then_act::RULE,
     lock_order_inversion::RULE,
     lost_update::RULE,

@@ -1,0 +1,23 @@
+//! `analysis-limit`: a rule stopped analysing part of a unit because it exceeded a budget.
+//! Reported by the rules themselves, once per unit and rule, so that no input can make a run
+//! slow without saying so.
+
+use super::Rule;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::source::Span;
+
+pub const RULE: Rule = Rule {
+    name: "analysis-limit",
+    severity: Severity::Info,
+    doc: include_str!("../../rules/analysis-limit.md"),
+    check: None,
+};
+
+/// Candidate statements a pairing rule looks at per write (the nearest first).
+pub const CANDIDATES: usize = 1_000;
+
+/// `rule` skipped `what` in the unit at `span`, because `why`.
+pub fn analysis_limit_diagnostic(span: Span, rule: &str, what: &str, why: &str) -> Diagnostic {
+    Diagnostic::new(&RULE, span, format!("{rule} did not analyse {what}: {why}"))
+        .help("split the file or the transaction; the rest of the run was analysed in full")
+}
