@@ -28,7 +28,12 @@ use rules::read_error::read_error_diagnostic;
 use source::{SourceFile, Span};
 
 /// Files larger than this are reported and not analysed.
-pub const MAX_FILE_SIZE: u64 = 32 * 1024 * 1024;
+pub const MAX_FILE_SIZE: u64 = 64 * 1024 * 1024;
+
+/// Stack of every thread that parses and analyses: parsers and tree walks recurse per nesting
+/// level, and the inputs they are given are bounded to fit (a stack overflow aborts the whole
+/// process, with no output). Reserved, not committed: only the pages used cost memory.
+pub const STACK: usize = 256 * 1024 * 1024;
 
 /// The result of one run.
 #[derive(Debug)]
@@ -77,7 +82,28 @@ pub fn check_paths(paths: &[PathBuf], cwd: &Path, config: &Config) -> Run {
 }
 
 /// Lint files already in memory (the CLI, the tests and the documentation examples use this).
+/// The work runs on a thread with a [`STACK`]-sized stack.
 pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
+    let files = std::sync::Mutex::new(Some(files));
+    let take = || files.lock().ok().and_then(|mut f| f.take()).unwrap_or_default();
+    std::thread::scope(|s| {
+        let worker = std::thread::Builder::new()
+            .name("txlint".into())
+            .stack_size(STACK)
+            .spawn_scoped(s, || analyse(take(), config));
+        match worker {
+            Ok(w) => match w.join() {
+                Ok(run) => run,
+                // A panic is a bug in txlint: report it as one, not as a clean run.
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            // No thread to be had: the work runs here, on the caller's stack.
+            Err(_) => analyse(take(), config),
+        }
+    })
+}
+
+fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     let start = Instant::now();
     let mut program = Program {
         files,
@@ -229,25 +255,29 @@ fn extract_sql_parallel(
     if threads == 1 || ids.len() < 2 {
         return ids.iter().map(|&id| one(id)).collect();
     }
+    let share = |t: usize| -> Vec<(usize, extract::Extracted)> {
+        ids.iter()
+            .skip(t)
+            .step_by(threads)
+            .map(|&id| (id, one(id)))
+            .collect()
+    };
     let mut done: Vec<(usize, extract::Extracted)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let one = &one;
-                scope.spawn(move || {
-                    ids.iter()
-                        .skip(t)
-                        .step_by(threads)
-                        .map(|&id| (id, one(id)))
-                        .collect::<Vec<_>>()
-                })
+                let share = &share;
+                let worker = std::thread::Builder::new().stack_size(STACK);
+                (t, worker.spawn_scoped(scope, move || share(t)))
             })
             .collect();
         workers
             .into_iter()
-            .flat_map(|w| match w.join() {
-                Ok(results) => results,
+            .flat_map(|(t, w)| match w.map(|w| w.join()) {
+                Ok(Ok(results)) => results,
                 // A panic is a bug in txlint: report it as one, not as a clean run.
-                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                // No thread to be had: this share is read here.
+                Err(_) => share(t),
             })
             .collect()
     });

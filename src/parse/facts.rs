@@ -821,6 +821,15 @@ impl Reader<'_> {
         stmt: &RawStatement,
         blank: &[Range<usize>],
     ) -> Result<(String, Vec<sqlparser::ast::Statement>), ParseFailure> {
+        if let Some(why) = too_deep(self.src, &stmt.tokens) {
+            return Err(ParseFailure {
+                span: self.span(stmt.range.clone()),
+                message: format!(
+                    "statement too deep to parse safely ({why}); its locks and transaction control were read from its tokens"
+                ),
+                host: false,
+            });
+        }
         let mut sql = stmt.sql.clone();
         let base = stmt.range.start;
         for r in blank {
@@ -867,6 +876,57 @@ impl Reader<'_> {
             host: false,
         })
     }
+}
+
+/// Parentheses nested in one statement that sqlparser is given (its own limit is lower).
+const NESTING: usize = 1_000;
+/// Operators between two commas of one parenthesis level: each makes the expression tree
+/// one level deeper, and walking or dropping that tree recurses (within [`crate::STACK`]).
+const CHAIN: usize = 10_000;
+
+/// Why a statement is too deep for a recursive parser, if it is.
+fn too_deep(src: &str, tokens: &[Token]) -> Option<String> {
+    let mut chains = vec![0usize];
+    for t in tokens {
+        let operator = match t.kind {
+            Kind::Punct => {
+                let p = t.text(src);
+                match p {
+                    "(" | "[" => {
+                        chains.push(0);
+                        if chains.len() > NESTING {
+                            return Some(format!("parentheses nested more than {NESTING} deep"));
+                        }
+                        continue;
+                    }
+                    ")" | "]" => {
+                        if chains.len() > 1 {
+                            chains.pop();
+                        }
+                        continue;
+                    }
+                    "," => {
+                        if let Some(c) = chains.last_mut() {
+                            *c = 0;
+                        }
+                        continue;
+                    }
+                    _ => !p.is_empty() && p != "." && p != "::",
+                }
+            }
+            Kind::Word => ["and", "or", "not", "is", "like", "ilike", "in"]
+                .iter()
+                .any(|w| t.is(src, w)),
+            _ => false,
+        };
+        if operator && let Some(c) = chains.last_mut() {
+            *c += 1;
+            if *c > CHAIN {
+                return Some(format!("more than {CHAIN} operators in one expression"));
+            }
+        }
+    }
+    None
 }
 
 /// Places AST identifiers in the snippet the statement was cut from.

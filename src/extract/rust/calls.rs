@@ -7,7 +7,10 @@ use crate::parse::split::stand_in;
 impl<'a> Walker<'a, '_> {
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Value {
         let name = m.method.to_string();
-        let at = self.span(m);
+        // `method(args)`: a chain's every call spanned in time independent of the chain.
+        let at = self
+            .parsed()
+            .span_between(m.method.span(), m.paren_token.span.close());
         // `conn.transaction(|tx| async move { ... })`: the closure runs in a transaction.
         if name == "transaction"
             && let Some(syn::Expr::Closure(c)) =
@@ -81,18 +84,20 @@ impl<'a> Walker<'a, '_> {
             let sql = sql.clone();
             return self.emit(&sql, handle, text);
         }
+        // `.bind(x)` adds to the statement it is called on (taken, not copied: chains are long).
+        if name == "bind"
+            && let Value::Sql(mut sql) = receiver
+        {
+            if let Some(e) = m.args.first() {
+                let b = self.bound(e);
+                sql.binds.push(b);
+            }
+            return Value::Sql(sql);
+        }
         match (name.as_str(), &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
             ("prepare" | "prepare_cached" | "prepare_typed", _) if arg_sql.is_some() => {
                 Value::Sql(arg_sql.unwrap_or_else(|| unreachable!()))
-            }
-            ("bind", Value::Sql(sql)) => {
-                let mut sql = sql.clone();
-                if let Some(e) = m.args.first() {
-                    let b = self.bound(e);
-                    sql.binds.push(b);
-                }
-                Value::Sql(sql)
             }
             (
                 "bind_all" | "persistent" | "map" | "try_map" | "as_str" | "to_string" | "to_owned"
@@ -217,7 +222,7 @@ impl<'a> Walker<'a, '_> {
             name,
             "connect" | "connect_lazy" | "connect_with" | "establish" | "build" | "create_pool"
         ) {
-            let at = self.span(c);
+            let at = self.call_span(c);
             let qualified: Vec<String> = segments[..segments.len() - 1].to_vec();
             let kind = match owner {
                 Some("tokio_postgres" | "postgres") => Some(Executor::Connection),
@@ -236,7 +241,7 @@ impl<'a> Walker<'a, '_> {
             return Value::Handle(Handle { dialect, ..handle });
         }
         if args.iter().any(|a| matches!(a, Value::Handle(_))) {
-            let at = self.span(c);
+            let at = self.call_span(c);
             self.inline(name, &args, at);
         }
         match name {
@@ -247,6 +252,20 @@ impl<'a> Walker<'a, '_> {
             },
             _ => data_of(&args),
         }
+    }
+
+    /// `path(args)`, spanned without printing the arguments.
+    fn call_span(&self, c: &syn::ExprCall) -> Span {
+        let start = match &*c.func {
+            syn::Expr::Path(p) => p
+                .path
+                .segments
+                .first()
+                .map_or_else(|| c.paren_token.span.open(), |s| s.ident.span()),
+            _ => c.paren_token.span.open(),
+        };
+        self.parsed()
+            .span_between(start, c.paren_token.span.close())
     }
 
     pub(super) fn mac(&mut self, mac: &syn::Macro) -> Value {

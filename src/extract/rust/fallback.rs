@@ -47,11 +47,17 @@ pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, wh
     front.out.units.push(unit);
 }
 
-/// String literals that are the first argument of a query macro or method in a token stream.
+/// String literals that are the first argument of a query macro or method in a token stream,
+/// in order; groups are visited with an explicit stack (the input may be deeply nested).
 fn sql_literals(ts: TokenStream, in_query: bool, out: &mut Vec<proc_macro2::Literal>) {
-    let mut prev: Option<String> = None;
-    let mut first = in_query;
-    for t in ts {
+    // Each open group: its remaining tokens, whether the next token is a query's first
+    // argument, and the identifier just before.
+    let mut stack = vec![(ts.into_iter(), in_query, None::<String>)];
+    while let Some((tokens, first, prev)) = stack.last_mut() {
+        let Some(t) = tokens.next() else {
+            stack.pop();
+            continue;
+        };
         match t {
             TokenTree::Group(g) => {
                 let q = prev.as_deref().is_some_and(|p| {
@@ -59,22 +65,20 @@ fn sql_literals(ts: TokenStream, in_query: bool, out: &mut Vec<proc_macro2::Lite
                         || BUILDERS.contains(&p)
                         || MACROS.iter().any(|(n, ..)| *n == p)
                 });
-                sql_literals(g.stream(), q, out);
-                first = false;
+                *first = false;
+                *prev = None;
+                stack.push((g.stream().into_iter(), q, None));
             }
             TokenTree::Literal(l) => {
-                if first && l.to_string().ends_with('"') {
+                if *first && l.to_string().ends_with('"') {
                     out.push(l);
                 }
-                first = false;
+                *first = false;
+                *prev = None;
             }
-            TokenTree::Ident(i) => {
-                prev = Some(i.to_string());
-                continue;
-            }
-            TokenTree::Punct(p) if p.as_char() == '!' => continue,
-            TokenTree::Punct(_) => {}
+            TokenTree::Ident(i) => *prev = Some(i.to_string()),
+            TokenTree::Punct(p) if p.as_char() == '!' => {}
+            TokenTree::Punct(_) => *prev = None,
         }
-        prev = None;
     }
 }

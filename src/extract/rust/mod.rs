@@ -9,6 +9,7 @@
 //! its own.
 
 mod calls;
+mod depth;
 mod fallback;
 mod lit;
 mod types;
@@ -200,6 +201,13 @@ impl Parsed {
         let r = self.range(node);
         Span::new(self.id, r.start + self.shift..r.end + self.shift)
     }
+
+    /// From the start of `from` to the end of `to`, without printing any syntax tree (a node's
+    /// own span is computed from all its tokens, which costs its size).
+    fn span_between(&self, from: proc_macro2::Span, to: proc_macro2::Span) -> Span {
+        let (a, b) = (self.offset(from.start()), self.offset(to.end()));
+        Span::new(self.id, a + self.shift..b.max(a) + self.shift)
+    }
 }
 
 /// Why syn could not read a file: where, and the message.
@@ -221,7 +229,27 @@ fn parse(id: FileId, file: &SourceFile, dialect: Dialect) -> Result<Parsed, Unpa
         let end = text.find('\n').unwrap_or(text.len());
         text.replace_range(..end, &" ".repeat(end));
     }
-    match syn::parse_str::<syn::File>(&text) {
+    // Tokens first (no recursion), then the depth check, then syn.
+    let tokens = match text.parse::<TokenStream>() {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(Unparsed {
+                at: Some(e.span().start()),
+                message: e.to_string(),
+                text,
+                shift,
+            });
+        }
+    };
+    if let Some(why) = depth::too_deep(&tokens) {
+        return Err(Unparsed {
+            at: None,
+            message: format!("too deep to parse safely ({why})"),
+            text,
+            shift,
+        });
+    }
+    match syn::parse2::<syn::File>(tokens) {
         Ok(ast) => Ok(Parsed {
             id,
             path: file.path.clone(),
@@ -541,6 +569,9 @@ enum Value {
     Data(Flow),
 }
 
+/// Expressions the walker follows into one another before it stops (within [`crate::STACK`]).
+const MAX_DEPTH: usize = 4_000;
+
 const UNKNOWN: usize = 0;
 const POOL: usize = 1;
 
@@ -573,6 +604,8 @@ struct Walker<'a, 'w> {
     test: bool,
     /// Constants being resolved through other constants.
     const_depth: usize,
+    /// Expressions being walked, nested in one another.
+    depth: usize,
     /// Variables known, in the arm being walked, to hold a sea-orm backend
     /// (`if backend == DbBackend::Sqlite`).
     backends: HashMap<String, Dialect>,

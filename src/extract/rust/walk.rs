@@ -34,6 +34,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             calls: Vec::new(),
             test: false,
             const_depth: 0,
+            depth: 0,
             backends: HashMap::new(),
             last_step: None,
             stack: Vec::new(),
@@ -424,6 +425,18 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     pub(super) fn expr(&mut self, e: &syn::Expr) -> Value {
+        // The depth check before syn bounds this; the guard keeps the walk within the stack
+        // whatever the shape.
+        if self.depth >= MAX_DEPTH {
+            return Value::None;
+        }
+        self.depth += 1;
+        let v = self.expr_inner(e);
+        self.depth -= 1;
+        v
+    }
+
+    fn expr_inner(&mut self, e: &syn::Expr) -> Value {
         use syn::Expr as E;
         match e {
             E::MethodCall(m) => self.method_call(m),
@@ -463,7 +476,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 if let Some(x) = &r.expr {
                     self.expr(x);
                 }
-                self.exit(r, None, ExitKind::Return);
+                self.exit(&r.return_token, None, ExitKind::Return);
                 Value::None
             }
             E::Binary(b) => {
