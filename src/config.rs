@@ -173,6 +173,14 @@ impl Config {
     }
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        // A FIFO or a folder given as the configuration would block or fail oddly.
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(ConfigError {
+                path: path.to_path_buf(),
+                line: None,
+                message: "not a regular file: give the path of a txlint.toml".to_string(),
+            });
+        }
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             path: path.to_path_buf(),
             line: None,
@@ -210,7 +218,8 @@ impl Config {
         let globs = config.overrides.iter().flat_map(|o| &o.paths);
         for glob in config.include.iter().chain(&config.exclude).chain(globs) {
             if let Err(e) = globset::Glob::new(glob) {
-                return Err((None, format!("bad glob `{glob}`: {e}")));
+                let line = text.find(&format!("\"{glob}\"")).map(line_of);
+                return Err((line, format!("bad glob `{glob}`: {e}")));
             }
         }
         for o in &mut config.overrides {
@@ -320,6 +329,14 @@ mod tests {
                 mode: Some(SqlMode::Transaction)
             }
         );
+    }
+
+    #[test]
+    fn bad_glob_names_its_line() {
+        let (line, msg) =
+            Config::parse("dialect = \"postgres\"\nexclude = [\"ok/**\", \"a[\"]\n").unwrap_err();
+        assert_eq!(line, Some(2));
+        assert!(msg.contains("bad glob `a[`"), "{msg}");
     }
 
     #[test]

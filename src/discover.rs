@@ -17,6 +17,9 @@ pub struct Discovered {
     pub missing: Vec<PathBuf>,
     /// Explicit files skipped because of their ending, or excluded with `--force-exclude`.
     pub skipped: Vec<(PathBuf, &'static str)>,
+    /// Paths the walk could not read (a folder without permission, a symlink loop), and why:
+    /// each becomes a `read-error`.
+    pub errors: Vec<(PathBuf, String)>,
 }
 
 /// `cwd` resolves relative paths against the configuration's folder.
@@ -37,7 +40,9 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
     let included = |p: &Path| config.include.is_empty() || include.is_match(rel(p));
     let mut out = Discovered::default();
     for path in paths {
-        if path.is_file() {
+        // A FIFO, a socket or a device named explicitly is reported, never read.
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if path.is_file() || (special && has_extension(path)) {
             if !has_extension(path) {
                 out.skipped.push((path.clone(), "not a .sql or .rs file"));
             } else if force_exclude && (excluded(path) || !included(path)) {
@@ -58,6 +63,7 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
         let walker = ignore::WalkBuilder::new(path)
             .hidden(true)
             .require_git(false)
+            .follow_links(true)
             .sort_by_file_name(|a, b| a.cmp(b))
             .filter_entry(|e| {
                 let name = e.file_name();
@@ -66,13 +72,21 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
                     && (name == "target" || name == "node_modules"))
             })
             .build();
-        for entry in walker.flatten() {
+        for entry in walker {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    out.errors.push(walk_error(path, &e));
+                    continue;
+                }
+            };
             let p = entry.path();
-            if entry.file_type().is_some_and(|t| t.is_file())
-                && has_extension(p)
-                && !excluded(p)
-                && included(p)
-            {
+            let kind = entry.file_type();
+            let wanted = has_extension(p) && !excluded(p) && included(p);
+            if kind.is_some_and(|t| t.is_file()) && wanted {
+                out.files.push(p.to_path_buf());
+            } else if wanted && kind.is_some_and(|t| !t.is_dir() && !t.is_file()) {
+                // A FIFO named `x.sql` would block the run: reported, not read.
                 out.files.push(p.to_path_buf());
             }
         }
@@ -80,6 +94,26 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
     out.files.sort();
     out.files.dedup();
     out
+}
+
+/// Where a walk error happened and what it was, in a user's words.
+fn walk_error(root: &Path, e: &ignore::Error) -> (PathBuf, String) {
+    fn inner(e: &ignore::Error) -> (Option<PathBuf>, String) {
+        match e {
+            ignore::Error::WithPath { path, err } => (Some(path.clone()), inner(err).1),
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                inner(err)
+            }
+            ignore::Error::Loop { child, .. } => (
+                Some(child.clone()),
+                "a symbolic link loop; not followed".to_string(),
+            ),
+            ignore::Error::Io(io) => (None, format!("cannot read: {io}")),
+            other => (None, other.to_string()),
+        }
+    }
+    let (path, why) = inner(e);
+    (path.unwrap_or_else(|| root.to_path_buf()), why)
 }
 
 fn has_extension(p: &Path) -> bool {

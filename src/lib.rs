@@ -49,10 +49,31 @@ pub struct Run {
 
 /// Read `paths` (already discovered) and lint them.
 pub fn check_paths(paths: &[PathBuf], cwd: &Path, config: &Config) -> Run {
+    check_discovered(paths, &[], cwd, config)
+}
+
+/// Read `paths` and lint them; `errors` are the paths the walk could not read, with why, each
+/// reported as a `read-error`.
+pub fn check_discovered(
+    paths: &[PathBuf],
+    errors: &[(PathBuf, String)],
+    cwd: &Path,
+    config: &Config,
+) -> Run {
     let start = Instant::now();
-    let mut files = Vec::with_capacity(paths.len());
+    let mut files = Vec::with_capacity(paths.len() + errors.len());
     let mut early = Vec::new();
     let mut unreadable = 0;
+    for (path, why) in errors {
+        let id = files.len();
+        unreadable += 1;
+        early.push(read_error_diagnostic(Span::new(id, 0..0), why.clone()));
+        files.push(SourceFile::new(
+            path.clone(),
+            display_path(path, cwd),
+            String::new(),
+        ));
+    }
     for path in paths {
         let display = display_path(path, cwd);
         let id = files.len();
@@ -85,7 +106,13 @@ pub fn check_paths(paths: &[PathBuf], cwd: &Path, config: &Config) -> Run {
 /// The work runs on a thread with a [`STACK`]-sized stack.
 pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
     let files = std::sync::Mutex::new(Some(files));
-    let take = || files.lock().ok().and_then(|mut f| f.take()).unwrap_or_default();
+    let take = || {
+        files
+            .lock()
+            .ok()
+            .and_then(|mut f| f.take())
+            .unwrap_or_default()
+    };
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("txlint".into())
@@ -140,6 +167,17 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     for (i, x) in extracted.into_iter().enumerate() {
         stats += x.stats;
         routines.extend(x.routines);
+        diagnostics.extend(x.limits.iter().map(|(span, what)| {
+            rules::analysis_limit::analysis_limit_diagnostic(
+                *span,
+                "txlint",
+                what,
+                &format!(
+                    "it has more than {} statements, and each one's facts stay in memory until the rules are done",
+                    extract::MAX_STATEMENTS
+                ),
+            )
+        }));
         // A SQL file Rust code sends is parsed where it is sent (a template may only be the
         // head of a statement the code completes): what it gave as a script is not reported.
         diagnostics.extend(
@@ -298,6 +336,10 @@ fn sort(diagnostics: &mut [Diagnostic]) {
 /// The text of a file, and the offset of the first invalid UTF-8 byte if there is one.
 fn read(path: &Path) -> Result<(String, Option<usize>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
+    // A FIFO or a device would block or never end.
+    if !meta.is_file() {
+        return Err("not a regular file; not read".to_string());
+    }
     if meta.len() > MAX_FILE_SIZE {
         return Err(format!(
             "file is {} MiB, larger than the {} MiB txlint reads; not analysed",
@@ -306,16 +348,34 @@ fn read(path: &Path) -> Result<(String, Option<usize>), String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read file: {e}"))?;
+    if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
+        return Err("file is UTF-16 (it starts with a UTF-16 byte-order mark); txlint reads UTF-8: save it as UTF-8, not analysed".to_string());
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok((text, None)),
         Err(e) => {
             let offset = e.utf8_error().valid_up_to();
-            Ok((
-                String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                Some(offset),
-            ))
+            Ok((replace_invalid(e.into_bytes()), Some(offset)))
         }
     }
+}
+
+/// The text with each byte that is not part of valid UTF-8 replaced by one byte (U+001A), so
+/// that byte offsets stay those of the file.
+fn replace_invalid(mut bytes: Vec<u8>) -> String {
+    let mut at = 0;
+    loop {
+        match std::str::from_utf8(&bytes[at..]) {
+            Ok(_) => break,
+            Err(e) => {
+                let bad = at + e.valid_up_to();
+                let n = e.error_len().unwrap_or(bytes.len() - bad);
+                bytes[bad..bad + n].fill(0x1a);
+                at = bad + n;
+            }
+        }
+    }
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// `path` relative to `cwd` when it is below it, with `/` separators.

@@ -15,6 +15,125 @@ use crate::config::Config;
 use crate::diagnostic::Severity;
 use crate::source::{SourceFile, Span};
 
+/// Largest message body read (a `Content-Length` above it is refused, not allocated).
+const MAX_MESSAGE: usize = 256 * 1024 * 1024;
+
+/// The server's end of a connection over stdin and stdout, with the threads that move the
+/// bytes. Unlike lsp-server's own transport, a malformed message (a bad header, a bad
+/// `Content-Length`, invalid JSON) is logged on stderr and skipped: one client bug does not end
+/// every diagnostic of the session.
+pub fn stdio() -> (Connection, Vec<std::thread::JoinHandle<()>>) {
+    let (server, bridge) = Connection::memory();
+    let Connection { sender, receiver } = bridge;
+    // Answers to requests that could not be read go out with the server's own messages.
+    let answers = server.sender.clone();
+    let reader = std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut input = std::io::BufReader::new(stdin.lock());
+        loop {
+            match read_message(&mut input) {
+                Ok(Some(Ok(msg))) => {
+                    if sender.send(msg).is_err() {
+                        return;
+                    }
+                }
+                Ok(Some(Err(bad))) => {
+                    eprintln!("txlint lsp: skipped a malformed message: {}", bad.why);
+                    if let Some(id) = bad.id {
+                        let code = lsp_server::ErrorCode::InvalidRequest as i32;
+                        let _ = answers.send(Response::new_err(id, code, bad.why).into());
+                    }
+                }
+                Ok(None) | Err(_) => return,
+            }
+        }
+    });
+    let writer = std::thread::spawn(move || {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        for msg in receiver {
+            if msg.write(&mut out).is_err() {
+                return;
+            }
+        }
+    });
+    (server, vec![reader, writer])
+}
+
+/// A message that could not be used: why, and the id of the request it was, if that much could
+/// be read.
+#[derive(Debug)]
+pub struct Malformed {
+    pub why: String,
+    pub id: Option<lsp_server::RequestId>,
+}
+
+impl From<String> for Malformed {
+    fn from(why: String) -> Self {
+        Malformed { why, id: None }
+    }
+}
+
+/// One message of the base protocol: `None` at the end of input, `Some(Err(..))` for one that
+/// cannot be used (its bytes are consumed, so the next one is read whole).
+pub fn read_message(
+    r: &mut impl std::io::BufRead,
+) -> std::io::Result<Option<Result<Message, Malformed>>> {
+    let mut length: Option<Result<usize, String>> = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let header = line.trim_end_matches(['\r', '\n']);
+        if header.is_empty() {
+            if length.is_some() {
+                break;
+            }
+            // Blank lines between messages: skip them.
+            continue;
+        }
+        match header.split_once(':') {
+            Some((name, value)) if name.eq_ignore_ascii_case("content-length") => {
+                length = Some(match value.trim().parse::<usize>() {
+                    Ok(n) if n <= MAX_MESSAGE => Ok(n),
+                    Ok(n) => Err(format!("Content-Length {n} is larger than {MAX_MESSAGE}")),
+                    Err(_) => Err(format!("bad Content-Length `{}`", value.trim())),
+                });
+            }
+            Some(_) => {}
+            None => return Ok(Some(Err(format!("malformed header `{header}`").into()))),
+        }
+    }
+    let n = match length {
+        Some(Ok(n)) => n,
+        Some(Err(why)) => return Ok(Some(Err(why.into()))),
+        None => return Ok(Some(Err("no Content-Length".to_string().into()))),
+    };
+    let mut body = vec![0; n];
+    r.read_exact(&mut body)?;
+    Ok(Some(serde_json::from_slice::<Message>(&body).map_err(
+        |e| {
+            // Valid JSON that is not a message: answer it if it has an id.
+            let id = serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| match &v["id"] {
+                    Value::Number(n) => n
+                        .as_i64()
+                        .and_then(|n| i32::try_from(n).ok())
+                        .map(Into::into),
+                    Value::String(s) => Some(s.clone().into()),
+                    _ => None,
+                });
+            Malformed {
+                why: format!("not a JSON-RPC message: {e}"),
+                id,
+            }
+        },
+    )))
+}
+
 /// Serve until the client shuts down.
 pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
@@ -32,56 +151,83 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         .initialize_finish(id, result)
         .map_err(|e| e.to_string())?;
     let mut docs: HashMap<String, (String, String)> = HashMap::new();
-    for msg in &connection.receiver {
-        match msg {
-            Message::Request(req) => {
-                if connection
-                    .handle_shutdown(&req)
-                    .map_err(|e| e.to_string())?
-                {
-                    return Ok(());
+    let mut shut_down = false;
+    while let Ok(first) = connection.receiver.recv() {
+        // Everything that has arrived meanwhile is one batch: a document changed ten times is
+        // linted once, at its latest version.
+        let batch = std::iter::once(first).chain(connection.receiver.try_iter());
+        let mut dirty: Vec<String> = Vec::new();
+        for msg in batch.collect::<Vec<_>>() {
+            match msg {
+                Message::Request(req) => {
+                    let resp = if shut_down {
+                        Response::new_err(
+                            req.id,
+                            lsp_server::ErrorCode::InvalidRequest as i32,
+                            "the server is shutting down".to_string(),
+                        )
+                    } else if req.method == "shutdown" {
+                        shut_down = true;
+                        Response::new_ok(req.id, ())
+                    } else {
+                        Response::new_err(
+                            req.id,
+                            lsp_server::ErrorCode::MethodNotFound as i32,
+                            format!("txlint does not handle {}", req.method),
+                        )
+                    };
+                    send(connection, resp.into())?;
                 }
-                let resp = Response::new_err(
-                    req.id,
-                    lsp_server::ErrorCode::MethodNotFound as i32,
-                    format!("txlint does not handle {}", req.method),
-                );
-                send(connection, resp.into())?;
-            }
-            Message::Notification(n) => {
-                let Some(uri) = n.params["textDocument"]["uri"].as_str().map(str::to_string) else {
-                    continue;
-                };
-                let text = match n.method.as_str() {
-                    "textDocument/didOpen" => n.params["textDocument"]["text"]
-                        .as_str()
-                        .map(str::to_string),
-                    // Full sync: the last change holds the whole text.
-                    "textDocument/didChange" => n.params["contentChanges"]
-                        .as_array()
-                        .and_then(|c| c.last())
-                        .and_then(|c| c["text"].as_str())
-                        .map(str::to_string),
-                    "textDocument/didSave" => n.params["text"].as_str().map(str::to_string),
-                    "textDocument/didClose" => {
-                        docs.remove(&uri);
-                        send(connection, publish(&uri, Vec::new()))?;
+                Message::Notification(n) if n.method == "exit" => {
+                    return match shut_down {
+                        true => Ok(()),
+                        false => Err("the client sent `exit` without `shutdown`".to_string()),
+                    };
+                }
+                Message::Notification(n) => {
+                    let Some(uri) = n.params["textDocument"]["uri"].as_str().map(str::to_string)
+                    else {
                         continue;
+                    };
+                    let text = match n.method.as_str() {
+                        "textDocument/didOpen" => n.params["textDocument"]["text"]
+                            .as_str()
+                            .map(str::to_string),
+                        // Full sync: the last change holds the whole text.
+                        "textDocument/didChange" => n.params["contentChanges"]
+                            .as_array()
+                            .and_then(|c| c.last())
+                            .and_then(|c| c["text"].as_str())
+                            .map(str::to_string),
+                        "textDocument/didSave" => n.params["text"].as_str().map(str::to_string),
+                        "textDocument/didClose" => {
+                            docs.remove(&uri);
+                            dirty.retain(|u| *u != uri);
+                            send(connection, publish(&uri, Vec::new()))?;
+                            continue;
+                        }
+                        _ => continue,
+                    };
+                    let language = n.params["textDocument"]["languageId"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
+                    let entry = docs.entry(uri.clone()).or_insert((String::new(), language));
+                    if let Some(text) = text {
+                        entry.0 = text;
                     }
-                    _ => continue,
-                };
-                let language = n.params["textDocument"]["languageId"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string();
-                let entry = docs.entry(uri.clone()).or_insert((String::new(), language));
-                if let Some(text) = text {
-                    entry.0 = text;
+                    if !dirty.contains(&uri) {
+                        dirty.push(uri);
+                    }
                 }
-                let diagnostics = lint(&uri, &entry.0, &entry.1, cwd, utf8);
+                Message::Response(_) => {}
+            }
+        }
+        for uri in dirty {
+            if let Some((text, language)) = docs.get(&uri) {
+                let diagnostics = lint(&uri, text, language, cwd, utf8);
                 send(connection, publish(&uri, diagnostics))?;
             }
-            Message::Response(_) => {}
         }
     }
     Ok(())

@@ -118,13 +118,19 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Lsp => {
             let cwd = std::env::current_dir().unwrap_or_default();
-            let (connection, io) = lsp_server::Connection::stdio();
+            let (connection, io) = txlint::lsp::stdio();
             let served = txlint::lsp::serve(&connection, &cwd);
             drop(connection);
-            match (served, io.join()) {
-                (Ok(()), Ok(())) => ExitCode::SUCCESS,
-                (Err(e), _) => fail(format!("language server: {e}")),
-                (_, Err(e)) => fail(format!("language server: {e}")),
+            // The writer sends what is left and ends; the reader may wait on input that never
+            // comes, and ends with the process.
+            let mut io = io.into_iter();
+            let _reader = io.next();
+            if let Some(writer) = io.next() {
+                let _ = writer.join();
+            }
+            match served {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("language server: {e}")),
             }
         }
         Command::Graph {
@@ -218,8 +224,15 @@ fn load(
             names.join(", ")
         )));
     }
-    let run = txlint::check_paths(&found.files, &cwd, &config);
+    let run = txlint::check_discovered(&found.files, &found.errors, &cwd, &config);
     if run.unreadable == run.program.files.len() {
+        // Say which and why, not only that nothing was read.
+        for d in &run.diagnostics {
+            eprintln!(
+                "txlint: {}: {}",
+                run.program.files[d.span.file].display, d.message
+            );
+        }
         return Err(fail("none of the files could be read".to_string()));
     }
     Ok(run)

@@ -133,9 +133,22 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
-    pub fn new(text: &str) -> Self {
+    /// Lines as proc-macro2 counts them (at `\n` only), to place its line/column positions.
+    pub fn at_newlines(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// Lines end at `\n`, `\r\n` or a lone `\r`.
+    pub fn new(text: &str) -> Self {
+        let b = text.as_bytes();
+        let mut starts = vec![0];
+        starts.extend(
+            (0..b.len())
+                .filter(|&i| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n')))
+                .map(|i| i + 1),
+        );
         LineIndex { starts }
     }
 

@@ -99,3 +99,72 @@ fn publishes_diagnostics_for_open_documents() {
         .unwrap();
     assert_eq!(handle.join().unwrap(), Ok(()));
 }
+
+/// The real server process on stdio: malformed input (a bad Content-Length, a body that is not
+/// JSON, a line that is not a header, JSON that is not a message) is skipped or answered, and the
+/// next request still gets its answer.
+#[test]
+fn survives_malformed_messages() {
+    use std::io::Write;
+    fn frame(v: &Value) -> Vec<u8> {
+        let b = v.to_string();
+        format!("Content-Length: {}\r\n\r\n{b}", b.len()).into_bytes()
+    }
+    let mut input = Vec::new();
+    input.extend(b"Content-Length: banana\r\n\r\n");
+    input.extend(b"Content-Length: 5\r\n\r\n{oops");
+    input.extend(b"\r\nnot a header\r\n");
+    input.extend(b"Content-Length: 999999999999\r\n\r\n");
+    input.extend(frame(&json!({"jsonrpc": "2.0", "id": 7, "params": 5})));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+    ));
+    input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .arg("lsp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("txlint lsp");
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut reader = std::io::BufReader::new(out.stdout.as_slice());
+    let mut replies = Vec::new();
+    while let Ok(Some(Ok(m))) = txlint::lsp::read_message(&mut reader) {
+        replies.push(m);
+    }
+    let answered = |id: i32| {
+        replies.iter().find_map(|m| match m {
+            Message::Response(r) if r.id == RequestId::from(id) => Some(r.clone()),
+            _ => None,
+        })
+    };
+    let bad = answered(7).unwrap_or_else(|| panic!("no answer to the bad request: {stdout}"));
+    assert_eq!(bad.response_result.expect_err("an error").code, -32600);
+    assert!(
+        answered(1).is_some_and(|r| r.response_result.is_ok()),
+        "{stdout}"
+    );
+    assert!(answered(2).is_some(), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for why in [
+        "bad Content-Length",
+        "malformed header",
+        "larger than",
+        "not a JSON-RPC message",
+    ] {
+        assert!(
+            stderr.contains(why),
+            "stderr does not say `{why}`: {stderr}"
+        );
+    }
+    assert!(out.status.success(), "{stderr}");
+}

@@ -42,52 +42,56 @@ fn of_word(w: &str) -> Option<Dialect> {
 /// Server's `IDENTITY(` and `GO`; bare `?` placeholders, which PostgreSQL does not have, with
 /// nothing else: a database txlint cannot tell.
 pub fn of_text(text: &str) -> Option<Dialect> {
-    let t: Vec<Token> = Lexer::new(text, Dialect::Postgres, true)
+    // The head of the file tells; a generated file of millions of statements is not lexed whole.
+    let mut end = text.len().min(256 * 1024);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = &text[..end];
+    let mut tokens = Lexer::new(text, Dialect::Postgres, true)
         .filter(|t| !matches!(t.kind, Kind::Comment | Kind::String | Kind::Meta))
-        .collect();
-    let word = |i: usize| {
-        t.get(i)
-            .filter(|x| x.kind == Kind::Word)
-            .map(|x| x.text(text))
-    };
-    let punct = |i: usize, p: &str| t.get(i).is_some_and(|x| x.is_punct(text, p));
+        .peekable();
     let (mut numbered, mut bare) = (false, false);
-    for (i, tok) in t.iter().enumerate() {
-        let starts = i == 0 || t[i - 1].kind == Kind::Semicolon;
-        match word(i).map(str::to_ascii_lowercase).as_deref() {
-            Some("autoincrement") => return Some(Dialect::Sqlite),
-            Some("pragma") if starts => return Some(Dialect::Sqlite),
-            Some("auto_increment") => return Some(Dialect::Mysql),
-            Some("engine") if punct(i + 1, "=") => return Some(Dialect::Mysql),
-            Some("identity") if punct(i + 1, "(") => return Some(Dialect::Mssql),
-            Some("go") if starts && t.get(i + 1).is_none_or(|n| n.kind == Kind::Word) => {
-                return Some(Dialect::Mssql);
+    let mut prev: Option<Token> = None;
+    while let Some(tok) = tokens.next() {
+        let next = tokens.peek().copied();
+        let starts = prev.is_none_or(|p| p.kind == Kind::Semicolon);
+        let punct_next = |p: &str| next.is_some_and(|n| n.is_punct(text, p));
+        if tok.kind == Kind::Word {
+            match tok.text(text).to_ascii_lowercase().as_str() {
+                "autoincrement" => return Some(Dialect::Sqlite),
+                "pragma" if starts => return Some(Dialect::Sqlite),
+                "auto_increment" => return Some(Dialect::Mysql),
+                "engine" if punct_next("=") => return Some(Dialect::Mysql),
+                "identity" if punct_next("(") => return Some(Dialect::Mssql),
+                "go" if starts && next.is_none_or(|n| n.kind == Kind::Word) => {
+                    return Some(Dialect::Mssql);
+                }
+                _ => {}
             }
-            _ => {}
         }
         if tok.is_punct(text, "`") {
             return Some(Dialect::Mysql);
         }
-        if !tok.is_punct(text, "?") {
-            continue;
+        if tok.is_punct(text, "?") {
+            // A placeholder follows an operator, a comma, a parenthesis or a keyword;
+            // PostgreSQL's `?`, `?|`, `?&` jsonb operators sit between two operands.
+            let after_operand = prev.is_some_and(|p| {
+                matches!(
+                    p.kind,
+                    Kind::Number | Kind::String | Kind::QuotedIdent | Kind::Param
+                ) || (p.kind == Kind::Word && !is_keyword(p.text(text)))
+                    || p.is_punct(text, ")")
+                    || p.is_punct(text, "]")
+            });
+            if !after_operand && !punct_next("|") && !punct_next("&") {
+                match next {
+                    Some(n) if n.kind == Kind::Number && n.start == tok.end => numbered = true,
+                    _ => bare = true,
+                }
+            }
         }
-        // A placeholder follows an operator, a comma, a parenthesis or a keyword; PostgreSQL's
-        // `?`, `?|`, `?&` jsonb operators sit between two operands.
-        let after_operand = i > 0
-            && matches!(
-                t[i - 1].kind,
-                Kind::Number | Kind::String | Kind::QuotedIdent | Kind::Param
-            )
-            || i > 0 && t[i - 1].kind == Kind::Word && !is_keyword(t[i - 1].text(text))
-            || i > 0 && (t[i - 1].is_punct(text, ")") || t[i - 1].is_punct(text, "]"));
-        let next = t.get(i + 1);
-        if after_operand || next.is_some_and(|n| n.is_punct(text, "|") || n.is_punct(text, "&")) {
-            continue;
-        }
-        match next {
-            Some(n) if n.kind == Kind::Number && n.start == tok.end => numbered = true,
-            _ => bare = true,
-        }
+        prev = Some(tok);
     }
     if numbered {
         return Some(Dialect::Sqlite);

@@ -128,8 +128,14 @@ pub struct Extracted {
     /// `CREATE FUNCTION|PROCEDURE` and `DROP FUNCTION|PROCEDURE` statements, in file order: a
     /// routine replaced or dropped later in the run (a later migration) is no longer live.
     pub routines: Vec<RoutineEvent>,
+    /// Parts of the input left unanalysed because they exceeded a budget: where, and what.
+    pub limits: Vec<(Span, String)>,
     pub stats: Stats,
 }
+
+/// Statements of one `.sql` file analysed; the rest is counted and skipped, with a note (each
+/// statement's facts stay in memory until the rules are done).
+pub const MAX_STATEMENTS: usize = 100_000;
 
 /// A routine created or dropped.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::runners::{self, Detected};
 use super::session::SessionWalker;
-use super::{Extracted, Front, RoutineEvent};
+use super::{Extracted, Front, MAX_STATEMENTS, RoutineEvent};
 use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
 use crate::parse::lex::{Kind, Token};
@@ -35,7 +35,13 @@ pub fn extract(
     };
     let map = OffsetMap::shifted(0);
     let mut steps = Vec::new();
+    let mut skipped: Option<(usize, usize)> = None;
     split_each(text, dialect, true, |stmt| {
+        if steps.len() >= MAX_STATEMENTS {
+            let s = skipped.get_or_insert((stmt.range.start, 0));
+            s.1 += 1;
+            return;
+        }
         let mut step = x.step(text, &map, &stmt, Vec::new());
         step.seq = steps.len();
         step.session = Some(0);
@@ -50,6 +56,12 @@ pub fn extract(
         }
         steps.push((step, stmt.message));
     });
+    if let Some((at, n)) = skipped {
+        x.out.limits.push((
+            Span::new(file, at..at),
+            format!("the last {n} statements of this file"),
+        ));
+    }
     // The configuration decides; else the runner txlint recognised; else a psql script.
     let mut runner = runner.filter(|_| settings.mode.is_none());
     let mode = settings

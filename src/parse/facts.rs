@@ -825,7 +825,7 @@ impl Reader<'_> {
             return Err(ParseFailure {
                 span: self.span(stmt.range.clone()),
                 message: format!(
-                    "statement too deep to parse safely ({why}); its locks and transaction control were read from its tokens"
+                    "statement too deep or too large to parse safely ({why}); its locks and transaction control were read from its tokens"
                 ),
                 host: false,
             });
@@ -884,8 +884,21 @@ const NESTING: usize = 1_000;
 /// one level deeper, and walking or dropping that tree recurses (within [`crate::STACK`]).
 const CHAIN: usize = 10_000;
 
-/// Why a statement is too deep for a recursive parser, if it is.
+/// Statements longer than this are read from their tokens only: sqlparser's tokens and tree for
+/// a multi-megabyte bulk `INSERT` cost a hundred times its size, and txlint needs neither.
+const LARGEST: usize = 1024 * 1024;
+
+/// Why a statement is too deep (or too large) for the parser, if it is.
 fn too_deep(src: &str, tokens: &[Token]) -> Option<String> {
+    if let (Some(a), Some(b)) = (tokens.first(), tokens.last())
+        && b.end - a.start > LARGEST
+    {
+        return Some(format!(
+            "{} KiB, larger than the {} KiB txlint parses",
+            (b.end - a.start) / 1024,
+            LARGEST / 1024
+        ));
+    }
     let mut chains = vec![0usize];
     for t in tokens {
         let operator = match t.kind {

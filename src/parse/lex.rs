@@ -153,9 +153,10 @@ impl<'a> Lexer<'a> {
         (rest.get(n) == Some(&b'$')).then_some(n + 2)
     }
 
+    /// To the end of the line: `\n`, or a lone `\r` (old Mac line endings).
     fn skip_line(&mut self) {
         self.pos = self.src[self.pos..]
-            .find('\n')
+            .find(['\n', '\r'])
             .map_or(self.b.len(), |i| self.pos + i);
     }
 }

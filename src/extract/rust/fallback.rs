@@ -5,7 +5,7 @@ use super::*;
 /// syn could not parse the file: find SQL in the token stream instead (executor unknown), and
 /// say so. If even the tokens cannot be read, say where.
 pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, why: Unparsed) {
-    let lines = LineIndex::new(&why.text);
+    let lines = LineIndex::at_newlines(&why.text);
     let offset = |lc: LineColumn| {
         let start = lines.line_start(lc.line).unwrap_or(why.text.len());
         start

@@ -254,7 +254,7 @@ fn parse(id: FileId, file: &SourceFile, dialect: Dialect) -> Result<Parsed, Unpa
             id,
             path: file.path.clone(),
             display: file.display.clone(),
-            lines: LineIndex::new(&text),
+            lines: LineIndex::at_newlines(&text),
             text,
             shift,
             ast,

@@ -1,0 +1,311 @@
+//! Hostile input, generated here (nothing large is committed): every case runs the binary,
+//! which must finish (no abort, no hang), say what it could not read, and stay inside a memory
+//! bound. Peak memory is the children's `ru_maxrss`; cases run in one test, smallest bound
+//! first, because that figure is the largest child's so far.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Case {
+    name: &'static str,
+    /// Writes the input under the folder given and returns what to lint.
+    make: fn(&Path) -> PathBuf,
+    /// Something the report must contain (a rule and a piece of its message); when nothing
+    /// could be read at all, the run exits 2 and says it on stderr instead.
+    expect: Option<(&'static str, &'static str)>,
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("txlint-hostile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(d: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let p = d.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// The largest peak resident size of any child waited for so far, in bytes.
+fn children_peak() -> u64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss as u64 * 1024
+}
+
+fn size_of(p: &Path) -> u64 {
+    if p.is_dir() {
+        std::fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| size_of(&e.path())).sum())
+            .unwrap_or(0)
+    } else {
+        std::fs::metadata(p).map_or(0, |m| m.len())
+    }
+}
+
+/// Run `txlint check --format json` on `target`; a run longer than two minutes is a hang.
+fn run(target: &Path) -> (Option<i32>, Value, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args(["check", "--format", "json"])
+        .arg(target)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("txlint");
+    let start = Instant::now();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::BufReader::new(stdout), &mut s).ok();
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{} did not finish in two minutes", target.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = reader.join().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).ok();
+    }
+    let json = serde_json::from_str(&out).unwrap_or(Value::Null);
+    (status.code(), json, err)
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "nul-bytes",
+            make: |d| {
+                write(
+                    d,
+                    "nul.sql",
+                    b"SELECT 1;\0\0\0 SELECT pg_advisory_xact_lock(1);\n\0",
+                )
+            },
+            expect: None,
+        },
+        Case {
+            name: "utf16",
+            make: |d| {
+                let mut b = vec![0xff, 0xfe];
+                for u in "SELECT 1;\n".encode_utf16() {
+                    b.extend(u.to_le_bytes());
+                }
+                write(d, "wide.sql", b)
+            },
+            expect: Some(("read-error", "UTF-16")),
+        },
+        Case {
+            name: "crlf",
+            make: |d| {
+                write(
+                    d,
+                    "crlf.sql",
+                    "SELECT 1;\r\nSELECT 'é', pg_advisory_xact_lock(1);\r\n",
+                )
+            },
+            expect: Some(("xact-lock-outside-transaction", "pg_advisory_xact_lock(1)")),
+        },
+        Case {
+            name: "fifo",
+            make: |d| {
+                let p = d.join("pipe.sql");
+                let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap();
+                // SAFETY: mkfifo reads the path it is given.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+                write(d, "ok.sql", "SELECT 1;\n");
+                d.to_path_buf()
+            },
+            expect: Some(("read-error", "not a regular file")),
+        },
+        Case {
+            name: "symlink-loop",
+            make: |d| {
+                std::fs::create_dir_all(d.join("a")).unwrap();
+                write(&d.join("a"), "x.sql", "SELECT 1;\n");
+                std::os::unix::fs::symlink(d, d.join("a").join("loop")).unwrap();
+                d.to_path_buf()
+            },
+            expect: Some(("read-error", "loop")),
+        },
+        Case {
+            name: "folder-named-sql",
+            make: |d| {
+                std::fs::create_dir_all(d.join("x.sql")).unwrap();
+                write(
+                    &d.join("x.sql"),
+                    "inner.sql",
+                    "SELECT pg_advisory_xact_lock(1);\n",
+                );
+                d.to_path_buf()
+            },
+            expect: Some(("xact-lock-outside-transaction", "pg_advisory_xact_lock")),
+        },
+        Case {
+            name: "nested-parens",
+            make: |d| {
+                let s = format!("SELECT {}1{};\n", "(".repeat(100_000), ")".repeat(100_000));
+                write(d, "parens.sql", s)
+            },
+            expect: Some(("syntax-error", "too deep")),
+        },
+        Case {
+            name: "nested-blocks-in-a-body",
+            make: |d| {
+                let s = format!(
+                    "DO $$\n{}PERFORM pg_advisory_xact_lock(1);\n{}$$;\n",
+                    "BEGIN\n".repeat(10_000),
+                    "END;\n".repeat(10_000)
+                );
+                write(d, "blocks.sql", s)
+            },
+            expect: None,
+        },
+        Case {
+            name: "and-chain",
+            make: |d| {
+                let s = format!(
+                    "SELECT * FROM t WHERE {};\n",
+                    vec!["a = 1"; 83_000].join(" AND ")
+                );
+                write(d, "and.sql", s)
+            },
+            expect: Some(("syntax-error", "too deep")),
+        },
+        Case {
+            name: "rust-nested-blocks",
+            make: |d| {
+                let s = format!("fn f() {}{}\n", "{".repeat(5_000), "}".repeat(5_000));
+                write(d, "blocks.rs", s)
+            },
+            expect: Some(("syntax-error", "too deep")),
+        },
+        Case {
+            name: "rust-chains",
+            make: |d| {
+                write(
+                    d,
+                    "plus.rs",
+                    format!("fn f() {{ let x = {}; }}\n", vec!["1"; 94_000].join(" + ")),
+                );
+                write(
+                    d,
+                    "binds.rs",
+                    format!(
+                        "async fn f(p: &sqlx::PgPool) {{ sqlx::query(\"SELECT $1\"){}.execute(p).await; }}\n",
+                        ".bind(1)".repeat(45_000)
+                    ),
+                );
+                d.to_path_buf()
+            },
+            expect: Some(("syntax-error", "too deep")),
+        },
+        Case {
+            name: "one-5mb-statement",
+            make: |d| {
+                let rows: Vec<String> = (0..400_000).map(|i| format!("({i}, 'x')")).collect();
+                write(
+                    d,
+                    "one.sql",
+                    format!("INSERT INTO t (a, b) VALUES {};\n", rows.join(", ")),
+                )
+            },
+            expect: None,
+        },
+        Case {
+            name: "rust-10mb-string",
+            make: |d| {
+                let s = format!(
+                    "fn f(pool: &sqlx::PgPool) {{ let s = \"{}\"; sqlx::query(\"SELECT pg_advisory_xact_lock(1)\").execute(pool); }}\n",
+                    "x".repeat(10 * 1024 * 1024)
+                );
+                write(d, "big.rs", s)
+            },
+            expect: Some(("xact-lock-outside-transaction", "pg_advisory_xact_lock")),
+        },
+        Case {
+            name: "tiny-files",
+            make: |d| {
+                for i in 0..50_000 {
+                    write(d, &format!("f{i}.sql"), "SELECT 1;\n");
+                }
+                d.to_path_buf()
+            },
+            expect: None,
+        },
+        Case {
+            name: "50mb-of-small-statements",
+            make: |d| {
+                let line = "UPDATE t SET a = 1 WHERE id = 2;\n";
+                write(d, "big.sql", line.repeat(50 * 1024 * 1024 / line.len()))
+            },
+            expect: Some(("analysis-limit", "statements of this file")),
+        },
+    ]
+}
+
+#[test]
+fn hostile_inputs_finish_say_what_was_not_read_and_stay_in_bounds() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let d = dir(case.name);
+        let target = (case.make)(&d);
+        let input = size_of(&target);
+        let (code, json, err) = run(&target);
+        // Exit 0 (nothing at warning or above) or 1 (findings), or 2 when nothing could be read:
+        // not a signal.
+        if !matches!(code, Some(0..=2)) {
+            failures.push(format!("{}: exit {code:?}: {err}", case.name));
+        }
+        if let Some((rule, piece)) = case.expect {
+            let found = json["diagnostics"].as_array().is_some_and(|ds| {
+                ds.iter().any(|d| {
+                    d["rule"] == rule && d["message"].as_str().is_some_and(|m| m.contains(piece))
+                })
+            }) || (code == Some(2) && err.contains(piece));
+            if !found {
+                failures.push(format!("{}: no {rule} saying `{piece}`: {err}", case.name));
+            }
+        }
+        // Spans stay inside the files they name.
+        for d in json["diagnostics"].as_array().into_iter().flatten() {
+            let path = d["path"].as_str().unwrap_or("");
+            let len = std::fs::metadata(path).map_or(u64::MAX, |m| m.len());
+            if d["end"]["offset"].as_u64().is_some_and(|o| o > len) {
+                failures.push(format!("{}: span past the end of {path}", case.name));
+            }
+        }
+        // 96 MB for the binary and its threads, six bytes per byte of input, 4 KB per file.
+        let files = if target.is_dir() {
+            std::fs::read_dir(&target).map_or(1, |rd| rd.count() as u64)
+        } else {
+            1
+        };
+        let bound = 96 * 1024 * 1024 + 6 * input + 4096 * files;
+        let peak = children_peak();
+        if peak > bound {
+            failures.push(format!(
+                "{}: peak memory {} MB, over {} MB for {} MB of input",
+                case.name,
+                peak >> 20,
+                bound >> 20,
+                input >> 20
+            ));
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
