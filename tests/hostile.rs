@@ -237,6 +237,16 @@ fn cases() -> Vec<Case> {
             expect: Some(("xact-lock-outside-transaction", "pg_advisory_xact_lock")),
         },
         Case {
+            // Each lock taken while holding the others is an edge: a dense lock graph.
+            name: "transactions-holding-1000-tables",
+            make: |d| {
+                let tables: Vec<String> = (0..1_000).map(|i| format!("t{i}")).collect();
+                let tx = format!("BEGIN;\nLOCK TABLE {};\nCOMMIT;\n", tables.join(", "));
+                write(d, "dense.sql", tx.repeat(50))
+            },
+            expect: Some(("analysis-limit", "distinct resources")),
+        },
+        Case {
             name: "tiny-files",
             make: |d| {
                 for i in 0..50_000 {

@@ -7,7 +7,7 @@
 //! advisory keys (equal constants or equal key expressions). Built once per run, in time linear
 //! in acquisitions plus edges.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::source::Span;
@@ -41,20 +41,24 @@ pub struct TxLocks<'p> {
     pub unit: &'p Unit,
     pub tx: &'p Transaction,
     pub acquisitions: Vec<Acquisition<'p>>,
+    /// Distinct resources in the order the transaction first took them.
+    pub held: Vec<usize>,
 }
 
+/// Kept small: a dense transaction has one edge per pair of the resources it holds.
 #[derive(Clone, Debug)]
 pub struct Edge {
     pub from: usize,
     pub to: usize,
     /// Index into [`LockGraph::txs`].
     pub tx: usize,
-    /// Where `from` was acquired, and where `to` is requested while holding it.
-    pub held: Span,
-    pub requested: Span,
-    /// Resources the transaction already held before taking `from`: two transactions that both
-    /// hold one of them first cannot interleave here.
-    pub gates: Vec<usize>,
+    /// The acquisitions (indices into the transaction's) where `from` was taken, and where
+    /// `to` is requested while holding it; see [`LockGraph::held`] and [`LockGraph::requested`].
+    held: u32,
+    requested: u32,
+    /// How many resources the transaction already held before taking `from` (a prefix of its
+    /// [`TxLocks::held`]; see [`LockGraph::gates`]).
+    gates: u32,
 }
 
 #[derive(Debug, Default)]
@@ -69,10 +73,28 @@ pub struct LockGraph<'p> {
     pub limited: Vec<Span>,
 }
 
+impl LockGraph<'_> {
+    /// Resources the edge's transaction already held before taking `from`: two transactions that
+    /// both hold one of them first cannot interleave here.
+    pub fn gates(&self, e: &Edge) -> &[usize] {
+        &self.txs[e.tx].held[..e.gates as usize]
+    }
+
+    /// Where the edge's `from` was acquired.
+    pub fn held(&self, e: &Edge) -> Span {
+        self.txs[e.tx].acquisitions[e.held as usize].span
+    }
+
+    /// Where the edge's `to` is requested while `from` is held.
+    pub fn requested(&self, e: &Edge) -> Span {
+        self.txs[e.tx].acquisitions[e.requested as usize].span
+    }
+}
+
 /// Distinct resources one transaction can hold in the graph.
-pub const HELD: usize = 1_000;
+pub const HELD: usize = 256;
 /// Edges of the whole graph.
-pub const EDGES: usize = 2_000_000;
+pub const EDGES: usize = 1_000_000;
 
 /// The `$n` of an advisory key replaced by the host value bound to it (as messages show it).
 fn key_text(key: &str, step: &Step) -> String {
@@ -149,7 +171,6 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
 pub fn build(program: &Program) -> LockGraph<'_> {
     let mut g = LockGraph::default();
     let mut ids: HashMap<Resource, usize> = HashMap::new();
-    let mut seen: HashMap<(usize, usize, usize), ()> = HashMap::new();
     for unit in program.units.iter().filter(|u| !u.runs_once()) {
         for tx in &unit.transactions {
             if tx.scope == Scope::Unknown {
@@ -160,9 +181,10 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                 unit,
                 tx,
                 acquisitions: Vec::new(),
+                held: Vec::new(),
             };
-            // Resources held, with where each was first taken and by which statement.
-            let mut held: Vec<(usize, Span, &Step)> = Vec::new();
+            // Resources held, with the acquisition that first took each and its statement.
+            let mut held: Vec<(usize, u32, &Step)> = Vec::new();
             for step in &tx.steps {
                 for (resource, span) in acquisitions(step) {
                     let next = ids.len();
@@ -170,6 +192,8 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                     if r == g.resources.len() {
                         g.resources.push(resource);
                     }
+                    // At most `HELD` resources times the statements of a unit: fits.
+                    let here = locks.acquisitions.len() as u32;
                     locks.acquisitions.push(Acquisition {
                         resource: r,
                         span,
@@ -185,27 +209,27 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                         }
                         continue;
                     }
+                    // `r` is new to this transaction, so each pair is one edge.
                     for (i, &(h, at, by)) in held.iter().enumerate() {
                         // Alternative arms (`IF ... ELSE`) never hold one while taking the other.
                         if unit.exclusive(&by.branch, &step.branch) {
                             continue;
                         }
-                        if seen.insert((h, r, t), ()).is_none() {
-                            g.edges.push(Edge {
-                                from: h,
-                                to: r,
-                                tx: t,
-                                held: at,
-                                requested: span,
-                                gates: held[..i].iter().map(|(x, ..)| *x).collect(),
-                            });
-                        }
+                        g.edges.push(Edge {
+                            from: h,
+                            to: r,
+                            tx: t,
+                            held: at,
+                            requested: here,
+                            gates: i as u32,
+                        });
                     }
-                    held.push((r, span, step));
+                    held.push((r, here, step));
                 }
             }
             // One lock orders nothing: most autocommit statements need no entry.
             if locks.acquisitions.len() > 1 {
+                locks.held = held.iter().map(|(r, ..)| *r).collect();
                 g.txs.push(locks);
             }
         }
@@ -217,25 +241,30 @@ pub fn build(program: &Program) -> LockGraph<'_> {
 /// Cycles between different transactions that do not share a gate: every pair of opposite
 /// edges, then one cycle for each larger strongly connected group without such a pair.
 fn cycles(g: &LockGraph) -> Vec<Vec<usize>> {
-    let mut by_pair: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-    for (i, e) in g.edges.iter().enumerate() {
-        by_pair.entry((e.from, e.to)).or_default().push(i);
-    }
+    // Edge indices grouped by (from, to).
+    let mut order: Vec<u32> = (0..g.edges.len() as u32).collect();
+    let pair = |i: &u32| (g.edges[*i as usize].from, g.edges[*i as usize].to);
+    order.sort_by_key(pair);
+    let group = |key: (usize, usize)| {
+        let lo = order.partition_point(|i| pair(i) < key);
+        let hi = order.partition_point(|i| pair(i) <= key);
+        &order[lo..hi]
+    };
     let mut out = Vec::new();
     let mut in_pair = vec![false; g.resources.len()];
-    let mut pairs: Vec<&(usize, usize)> = by_pair.keys().filter(|(a, b)| a < b).collect();
-    pairs.sort();
-    for &(a, b) in pairs {
-        let Some(back) = by_pair.get(&(b, a)) else {
+    for run in order.chunk_by(|x, y| pair(x) == pair(y)) {
+        let (a, b) = pair(&run[0]);
+        if a >= b {
             continue;
-        };
-        let found = by_pair[&(a, b)].iter().find_map(|&x| {
+        }
+        let back = group((b, a));
+        let found = run.iter().find_map(|&x| {
             back.iter()
                 .find(|&&y| {
-                    let (ex, ey) = (&g.edges[x], &g.edges[y]);
-                    ex.tx != ey.tx && !ex.gates.iter().any(|gate| ey.gates.contains(gate))
+                    let (ex, ey) = (&g.edges[x as usize], &g.edges[y as usize]);
+                    ex.tx != ey.tx && disjoint(g.gates(ex), g.gates(ey))
                 })
-                .map(|&y| vec![x, y])
+                .map(|&y| vec![x as usize, y as usize])
         });
         if let Some(c) = found {
             in_pair[a] = true;
@@ -252,6 +281,15 @@ fn cycles(g: &LockGraph) -> Vec<Vec<usize>> {
         }
     }
     out
+}
+
+fn disjoint(a: &[usize], b: &[usize]) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if small.len() <= 8 {
+        return !large.iter().any(|x| small.contains(x));
+    }
+    let small: HashSet<usize> = small.iter().copied().collect();
+    !large.iter().any(|x| small.contains(x))
 }
 
 /// Tarjan's algorithm, iteratively: components with more than one node.

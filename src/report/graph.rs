@@ -24,13 +24,10 @@ fn arrows(run: &Run, g: &LockGraph) -> Vec<Arrow> {
     let in_cycle: BTreeSet<usize> = g.cycles.iter().flatten().copied().collect();
     let mut by_pair: BTreeMap<(usize, usize), Arrow> = BTreeMap::new();
     for (i, e) in g.edges.iter().enumerate() {
-        let file = &run.program.files[e.requested.file];
+        let at = g.requested(e);
+        let file = &run.program.files[at.file];
         let name = g.txs[e.tx].unit.name.as_deref().unwrap_or("script");
-        let site = format!(
-            "{name} ({}:{})",
-            file.display,
-            file.line_col(e.requested.start).line
-        );
+        let site = format!("{name} ({}:{})", file.display, file.line_col(at.start).line);
         let a = by_pair.entry((e.from, e.to)).or_insert(Arrow {
             from: e.from,
             to: e.to,

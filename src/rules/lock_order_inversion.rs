@@ -137,7 +137,7 @@ fn cycle_diagnostic(cx: &Context, g: &LockGraph, cycle: &[usize]) -> Diagnostic 
     let first = cycle
         .iter()
         .copied()
-        .min_by_key(|&e| g.edges[e].requested)
+        .min_by_key(|&e| g.requested(&g.edges[e]))
         .unwrap_or(cycle[0]);
     let e = &g.edges[first];
     let name = |r: usize| g.resources[r].label();
@@ -151,13 +151,13 @@ fn cycle_diagnostic(cx: &Context, g: &LockGraph, cycle: &[usize]) -> Diagnostic 
                 name(x.from),
                 name(x.to),
                 unit_name(g, x.tx),
-                cx.at(x.requested)
+                cx.at(g.requested(x))
             )
         })
         .collect();
     let mut d = Diagnostic::new(
         &RULE,
-        e.requested,
+        g.requested(e),
         format!(
             "{} then {} here, {}: run concurrently, each can hold one lock and wait for the other (deadlock)",
             name(e.from),
@@ -166,15 +166,18 @@ fn cycle_diagnostic(cx: &Context, g: &LockGraph, cycle: &[usize]) -> Diagnostic 
         ),
     )
     .note(format!("{} requested while {} is held", name(e.to), name(e.from)))
-    .label(e.held, format!("{} taken here", name(e.from)));
+    .label(g.held(e), format!("{} taken here", name(e.from)));
     for &o in cycle.iter().filter(|&&o| o != first) {
         let x = &g.edges[o];
         d = d
             .label(
-                x.held,
+                g.held(x),
                 format!("{} taken here in {}", name(x.from), unit_name(g, x.tx)),
             )
-            .label(x.requested, format!("then {} requested here", name(x.to)));
+            .label(
+                g.requested(x),
+                format!("then {} requested here", name(x.to)),
+            );
     }
     let mut order: Vec<&Resource> = cycle
         .iter()
