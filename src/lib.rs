@@ -25,7 +25,7 @@ use diagnostic::Diagnostic;
 use extract::Stats;
 use model::Program;
 use rules::read_error::read_error_diagnostic;
-use source::{SourceFile, Span};
+use source::{FileId, SourceFile, Span};
 
 /// Files larger than this are reported and not analysed.
 pub const MAX_FILE_SIZE: u64 = 64 * 1024 * 1024;
@@ -44,6 +44,9 @@ pub struct Run {
     pub stats: Stats,
     /// Files that could not be read at all.
     pub unreadable: usize,
+    /// Files read only as context (the schema, routines, the other side of a lock cycle),
+    /// not reported on: the last `context` of the named ones in `program.files`.
+    pub context: usize,
     pub elapsed: Duration,
 }
 
@@ -60,8 +63,25 @@ pub fn check_discovered(
     cwd: &Path,
     config: &Config,
 ) -> Run {
+    check_in_context(paths, &[], errors, cwd, config)
+}
+
+/// Lint `paths` with `context` read beside them but not reported on: a diagnostic is kept
+/// when its primary span or one of its labels is in a named file (or in a file they bring in,
+/// such as a `query_file!`), so a lock cycle between a named file and a context file is
+/// reported, a finding only in the context is not.
+pub fn check_in_context(
+    paths: &[PathBuf],
+    context: &[PathBuf],
+    errors: &[(PathBuf, String)],
+    cwd: &Path,
+    config: &Config,
+) -> Run {
     let start = Instant::now();
-    let mut files = Vec::with_capacity(paths.len() + errors.len());
+    let named = errors.len() + paths.len();
+    let all = named + context.len();
+    let paths: Vec<&PathBuf> = paths.iter().chain(context).collect();
+    let mut files = Vec::with_capacity(all);
     let mut early = Vec::new();
     let mut unreadable = 0;
     for (path, why) in errors {
@@ -77,26 +97,32 @@ pub fn check_discovered(
     for path in paths {
         let display = display_path(path, cwd);
         let id = files.len();
-        match read(path) {
-            Ok((text, bad_utf8)) => {
-                if let Some(offset) = bad_utf8 {
-                    early.push(read_error_diagnostic(
-                        Span::new(id, offset..offset),
-                        "file is not valid UTF-8 here; invalid bytes were replaced and the rest was analysed",
-                    ));
-                }
+        // Rust files are read by the Rust front-end, a batch at a time.
+        if source::is_rust(path) {
+            files.push(SourceFile::unread(path.clone(), display));
+            continue;
+        }
+        match load(path, id) {
+            Ok((text, note)) => {
+                early.extend(note);
                 files.push(SourceFile::new(path.clone(), display, text));
             }
-            Err(message) => {
+            Err(read_error) => {
                 unreadable += 1;
-                early.push(read_error_diagnostic(Span::new(id, 0..0), message));
+                early.push(*read_error);
                 files.push(SourceFile::new(path.clone(), display, String::new()));
             }
         }
     }
     let mut run = check_files(files, config);
-    run.unreadable = unreadable;
+    run.unreadable += unreadable;
     run.diagnostics.extend(early);
+    if !context.is_empty() {
+        let reported = |f: FileId| f < named || f >= all;
+        run.diagnostics
+            .retain(|d| reported(d.span.file) || d.labels.iter().any(|l| reported(l.span.file)));
+        run.context = context.len();
+    }
     sort(&mut run.diagnostics);
     run.elapsed = start.elapsed();
     run
@@ -138,7 +164,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     };
     let mut stats = Stats::default();
     let mut diagnostics = Vec::new();
-    let is_rust = |f: &SourceFile| f.path.extension().is_some_and(|e| e == "rs");
+    let is_rust = |f: &SourceFile| source::is_rust(&f.path);
     let rust: Vec<usize> = (0..program.files.len())
         .filter(|&i| is_rust(&program.files[i]))
         .collect();
@@ -163,9 +189,12 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         .flat_map(|x| x.embedded.iter().copied())
         .collect();
     let mut routines = Vec::new();
+    let mut unreadable = 0;
     let scripts = sql.len();
     for (i, x) in extracted.into_iter().enumerate() {
         stats += x.stats;
+        unreadable += x.unreadable;
+        diagnostics.extend(x.notes);
         routines.extend(x.routines);
         diagnostics.extend(x.limits.iter().map(|(span, what)| {
             rules::analysis_limit::analysis_limit_diagnostic(
@@ -254,7 +283,8 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         program,
         diagnostics,
         stats,
-        unreadable: 0,
+        unreadable,
+        context: 0,
         elapsed: start.elapsed(),
     }
 }
@@ -267,12 +297,7 @@ fn extract_sql_parallel(
     sqlc: &[PathBuf],
     crate_dialects: &[Option<source::Dialect>],
 ) -> Vec<extract::Extracted> {
-    let by_id: std::collections::HashMap<usize, Option<source::Dialect>> = ids
-        .iter()
-        .copied()
-        .zip(crate_dialects.iter().copied())
-        .collect();
-    let one = |id: usize| {
+    let one = |id: usize, crate_dialect: Option<source::Dialect>| {
         let f = &files[id];
         let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
         let runner = extract::runners::detect(&abs, &f.text, sqlc);
@@ -283,43 +308,57 @@ fn extract_sql_parallel(
             .or(config.dialect)
             .or_else(|| extract::dialects::of_path(&config.relative(&f.path)))
             .or_else(|| extract::dialects::of_text(&f.text))
-            .or(by_id.get(&id).copied().flatten())
+            .or(crate_dialect)
             .unwrap_or_default();
         extract::sql::extract(id, &f.text, dialect, settings, runner)
     };
+    parallel(ids.len(), |i| one(ids[i], crate_dialects[i]))
+}
+
+/// `job(0) .. job(n - 1)` on every core (up to 8 threads with a [`STACK`]-sized stack), taken
+/// in order; the results in order. Runs here when no thread can be had.
+pub(crate) fn parallel<T: Send>(n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    if threads == 1 || ids.len() < 2 {
-        return ids.iter().map(|&id| one(id)).collect();
+        .clamp(1, 8)
+        .min(n);
+    if threads <= 1 {
+        return (0..n).map(&job).collect();
     }
-    let share = |t: usize| -> Vec<(usize, extract::Extracted)> {
-        ids.iter()
-            .skip(t)
-            .step_by(threads)
-            .map(|&id| (id, one(id)))
-            .collect()
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= n {
+                return done;
+            }
+            done.push((i, job(i)));
+        }
     };
-    let mut done: Vec<(usize, extract::Extracted)> = std::thread::scope(|scope| {
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let share = &share;
-                let worker = std::thread::Builder::new().stack_size(STACK);
-                (t, worker.spawn_scoped(scope, move || share(t)))
+            .map(|_| {
+                std::thread::Builder::new()
+                    .stack_size(STACK)
+                    .spawn_scoped(scope, work)
             })
             .collect();
-        workers
-            .into_iter()
-            .flat_map(|(t, w)| match w.map(|w| w.join()) {
-                Ok(Ok(results)) => results,
+        let mut done = Vec::new();
+        for w in workers {
+            match w.map(|w| w.join()) {
+                Ok(Ok(results)) => done.extend(results),
                 // A panic is a bug in txlint: report it as one, not as a clean run.
                 Ok(Err(panic)) => std::panic::resume_unwind(panic),
-                // No thread to be had: this share is read here.
-                Err(_) => share(t),
-            })
-            .collect()
+                // No thread to be had: the others (or this one) take its share.
+                Err(_) => {}
+            }
+        }
+        // Whatever no thread took (every spawn failed) is done here.
+        done.extend(work());
+        done
     });
-    done.sort_by_key(|(id, _)| *id);
+    done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, x)| x).collect()
 }
 
@@ -331,6 +370,29 @@ pub fn check_source(name: &str, text: &str, config: &Config) -> Run {
 
 fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| (a.span, a.rule).cmp(&(b.span, b.rule)));
+}
+
+/// Read the file `id` of the run: its text and a note if some bytes were not UTF-8, or the
+/// `read-error` that says why it could not be read.
+pub(crate) fn load(
+    path: &Path,
+    id: source::FileId,
+) -> Result<(String, Option<Diagnostic>), Box<Diagnostic>> {
+    match read(path) {
+        Ok((text, bad_utf8)) => {
+            let note = bad_utf8.map(|offset| {
+                read_error_diagnostic(
+                    Span::new(id, offset..offset),
+                    "file is not valid UTF-8 here; invalid bytes were replaced and the rest was analysed",
+                )
+            });
+            Ok((text, note))
+        }
+        Err(message) => Err(Box::new(read_error_diagnostic(
+            Span::new(id, 0..0),
+            message,
+        ))),
+    }
 }
 
 /// The text of a file, and the offset of the first invalid UTF-8 byte if there is one.

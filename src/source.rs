@@ -81,6 +81,9 @@ pub struct SourceFile {
     pub display: String,
     pub text: String,
     pub lines: LineIndex,
+    /// Not read yet: a Rust file the Rust front-end reads itself (and forgets again when it
+    /// sends no SQL), so that a large tree is never all in memory.
+    pub unread: bool,
 }
 
 impl SourceFile {
@@ -91,7 +94,29 @@ impl SourceFile {
             display,
             text,
             lines,
+            unread: false,
         }
+    }
+
+    /// A file to be read when it is needed (see [`SourceFile::unread`]).
+    pub fn unread(path: PathBuf, display: String) -> Self {
+        SourceFile {
+            unread: true,
+            ..SourceFile::new(path, display, String::new())
+        }
+    }
+
+    /// Set the text of a file read late.
+    pub fn set_text(&mut self, text: String) {
+        self.lines = LineIndex::new(&text);
+        self.text = text;
+        self.unread = false;
+    }
+
+    /// Forget the text of a file nothing points into (a Rust file that sends no SQL).
+    pub fn forget(&mut self) {
+        self.text = String::new();
+        self.lines = LineIndex::new("");
     }
 
     /// 1-based line and column (in chars) of a byte offset.
@@ -276,6 +301,12 @@ impl OffsetMap {
         );
         OffsetMap { segments }
     }
+}
+
+/// A Rust file, by its ending (`.rs`, in any case: `B.RS` is Rust, not SQL).
+pub fn is_rust(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("rs"))
 }
 
 #[cfg(test)]

@@ -270,6 +270,53 @@ fn bad_input_is_reported_and_the_run_goes_on() {
 }
 
 #[test]
+fn rust_files_without_sql_are_not_parsed_and_late_reads_report_their_errors() {
+    let d = Dir::new("rust-prescan");
+    d.write(
+        "src/db.rs",
+        "async fn f(pool: &sqlx::PgPool) {\n    sqlx::query(\"SELECT pg_advisory_xact_lock(1)\").execute(pool).await;\n}\n",
+    )
+    .write("src/math.rs", "pub fn add(a: u32, b: u32) -> u32 { a + b }\n")
+    .write("src/broken.rs", "fn add(a: u32 { a }\n");
+    std::fs::write(
+        d.path().join("src/latin1.rs"),
+        b"// caf\xe9\nfn f(pool: &PgPool) {}\n",
+    )
+    .unwrap();
+    let o = txlint(d.path(), &["check", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let found: Vec<(&str, &str)> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["rule"].as_str().unwrap(), d["path"].as_str().unwrap()))
+        .collect();
+    // The file that sends SQL is read (late, by the Rust front-end) and linted; invalid UTF-8
+    // in a late-read file is reported like any other; a broken file with no SQL in it is not
+    // parsed, so it has no syntax error to report.
+    assert!(
+        found.contains(&("xact-lock-outside-transaction", "src/db.rs")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("read-error", "src/latin1.rs")),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|(_, p)| *p == "src/broken.rs"),
+        "{found:?}"
+    );
+    assert_eq!(json["summary"]["files"], 4);
+    assert_eq!(json["summary"]["skipped"], 2, "math.rs and broken.rs");
+    let o = txlint(d.path(), &["check"]);
+    assert!(
+        stdout(&o).contains("checked 4 files (2 Rust files with no SQL or handle, not parsed)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn rules_and_explain() {
     let d = Dir::new("rules");
     let o = txlint(d.path(), &["rules"]);

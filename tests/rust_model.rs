@@ -205,8 +205,13 @@ async fn f(db: &Db, store: &Store) {
             (Scope::Autocommit, Executor::Connection, 1)
         ]
     );
-    // Without the configuration, neither call is understood as sending SQL.
-    assert!(unit(&units(src, ""), "f").transactions.is_empty());
+    // Without the configuration, neither call is understood as sending SQL: `f` sends
+    // nothing, so it is no unit.
+    assert!(
+        !units(src, "")
+            .iter()
+            .any(|u| u.name.as_deref() == Some("f"))
+    );
 }
 
 #[test]
@@ -329,6 +334,7 @@ async fn helper(pool: &PgPool) {
 #[tokio::test]
 async fn t() {
     helper(&pool()).await;
+    sqlx::query("SELECT n FROM a").fetch_one(&pool()).await;
 }
 #[cfg(test)]
 mod tests {
@@ -413,4 +419,63 @@ async fn mixed(lite: &sqlx::SqlitePool, pg: &sqlx::PgPool) {
     assert_eq!(step.facts.dialect, Dialect::Mysql);
     assert!(step.facts.parsed, "`?` parses as MySQL");
     assert!(run.diagnostics.is_empty(), "{:#?}", run.diagnostics);
+}
+
+#[test]
+fn only_sql_files_included_with_include_str_are_sql() {
+    // Paths are relative to the Rust file: `lib.rs` here is at the repository root, beside
+    // README.md (Markdown, not SQL) and the fixtures.
+    let src = r#"
+async fn docs(pool: &PgPool) {
+    sqlx::query(include_str!("README.md")).execute(pool).await;
+}
+async fn query(pool: &PgPool) {
+    sqlx::query(include_str!("fixtures/lost-update/script.sql")).execute(pool).await;
+}
+"#;
+    let u = units(src, "");
+    // A function that sends nothing is not a unit at all.
+    assert!(!u.iter().any(|u| u.name.as_deref() == Some("docs")));
+    assert!(!steps(unit(&u, "query")).is_empty());
+}
+
+#[test]
+fn large_files_keep_the_items_that_can_send_sql() {
+    // Over 64 KB, a file keeps only the items that can matter; what they name must stay: a
+    // text constant defined from another (no SQL words of its own), a method among others in
+    // an `impl` block, a function in an inline module.
+    let mut src = String::new();
+    for i in 0..3000 {
+        src.push_str(&format!("pub struct Filler{i}(pub u32);\n"));
+    }
+    src.push_str(
+        r#"
+const BASE_READ: &str = "SELECT n FROM counters WHERE id = $1";
+const READ: &str = BASE_READ;
+struct Store;
+impl Store {
+    fn pad(&self) -> u32 { 1 }
+    async fn bump(&self, pool: &PgPool) {
+        sqlx::query(READ).fetch_one(pool).await;
+    }
+    fn pad2(&self) -> u32 { 2 }
+}
+mod inner {
+    pub fn pad() {}
+    pub async fn reset(pool: &PgPool) {
+        sqlx::query("UPDATE counters SET n = 0").execute(pool).await;
+    }
+}
+"#,
+    );
+    assert!(src.len() > 64 * 1024);
+    let u = units(&src, "");
+    let read: Vec<_> = steps(unit(&u, "bump"))
+        .iter()
+        .flat_map(|(_, s)| s.facts.reads.iter().map(|t| t.name.clone()))
+        .collect();
+    assert_eq!(read, vec!["counters".to_string()]);
+    let reset = steps(unit(&u, "reset"));
+    assert_eq!(reset.len(), 1);
+    assert!(reset[0].1.facts.modifies);
 }

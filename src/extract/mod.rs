@@ -95,6 +95,7 @@ impl Front {
             statements: 1,
             parsed: usize::from(facts.parsed),
             fallback: usize::from(!facts.parsed),
+            rust_skipped: 0,
         };
         // A template's holes are filled by code txlint does not see: its parse failures are not
         // the SQL's (the statement is still analysed from its tokens).
@@ -131,6 +132,24 @@ pub struct Extracted {
     /// Parts of the input left unanalysed because they exceeded a budget: where, and what.
     pub limits: Vec<(Span, String)>,
     pub stats: Stats,
+    /// Files read here (late, by the Rust front-end) that could not be read, or only in part.
+    pub notes: Vec<crate::diagnostic::Diagnostic>,
+    /// Of those, the files that could not be read at all.
+    pub unreadable: usize,
+}
+
+impl Extracted {
+    /// Add another batch's results after this one's.
+    pub fn merge(&mut self, o: Extracted) {
+        self.units.extend(o.units);
+        self.failures.extend(o.failures);
+        self.embedded.extend(o.embedded);
+        self.routines.extend(o.routines);
+        self.limits.extend(o.limits);
+        self.stats += o.stats;
+        self.notes.extend(o.notes);
+        self.unreadable += o.unreadable;
+    }
 }
 
 /// Statements of one `.sql` file analysed; the rest is counted and skipped, with a note (each
@@ -177,6 +196,8 @@ pub struct Stats {
     pub parsed: usize,
     /// Analysed from tokens only (sqlparser rejected them, or they are `DO` blocks).
     pub fallback: usize,
+    /// Rust files the pre-scan found nothing in (no SQL, no handle): not parsed.
+    pub rust_skipped: usize,
 }
 
 impl std::ops::AddAssign for Stats {
@@ -184,5 +205,6 @@ impl std::ops::AddAssign for Stats {
         self.statements += o.statements;
         self.parsed += o.parsed;
         self.fallback += o.fallback;
+        self.rust_skipped += o.rust_skipped;
     }
 }

@@ -81,6 +81,24 @@ impl Unit {
         }
     }
 
+    /// The files any of the unit's places are in (a helper walked in place puts its statements
+    /// in its own file).
+    pub fn files(&self) -> impl Iterator<Item = crate::source::FileId> + '_ {
+        let txs = self.transactions.iter().flat_map(|tx| {
+            let steps = tx
+                .steps
+                .iter()
+                .flat_map(|s| std::iter::once(s.span).chain(s.calls.iter().copied()));
+            tx.begin.into_iter().chain(tx.end).chain(steps)
+        });
+        std::iter::once(self.span)
+            .chain(txs)
+            .chain(self.exits.iter().map(|e| e.span))
+            .chain(self.sessions.iter().filter_map(|s| s.acquired))
+            .chain(self.loops.iter().map(|l| l.span))
+            .map(|s| s.file)
+    }
+
     /// Statements in these two branch paths never both run in one execution: they sit in
     /// different arms of one choice.
     pub fn exclusive(&self, a: &[usize], b: &[usize]) -> bool {

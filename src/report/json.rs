@@ -54,7 +54,12 @@ pub struct Position {
 
 #[derive(Serialize)]
 struct Summary {
+    /// Files reported on (named, or found in the folders named).
     files: usize,
+    /// Files read only as context for them (see `check --no-context`).
+    context: usize,
+    /// Rust files the pre-scan found no SQL or handle in: not parsed.
+    skipped: usize,
     statements: usize,
     parsed: usize,
     fallback: usize,
@@ -120,7 +125,9 @@ pub fn render(run: &Run) -> String {
         },
         diagnostics,
         summary: Summary {
-            files: run.program.files.len(),
+            files: run.program.files.len() - run.context,
+            context: run.context,
+            skipped: run.stats.rust_skipped,
             statements: run.stats.statements,
             parsed: run.stats.parsed,
             fallback: run.stats.fallback,

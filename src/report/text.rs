@@ -184,9 +184,23 @@ pub fn summary(run: &Run) -> String {
     if c.infos > 0 {
         findings += &format!(" ({})", plural(c.infos, "info note"));
     }
+    let mut aside = Vec::new();
+    if run.context > 0 {
+        aside.push(format!("{} more read as context", run.context));
+    }
+    if s.rust_skipped > 0 {
+        aside.push(format!(
+            "{} with no SQL or handle, not parsed",
+            plural(s.rust_skipped, "Rust file")
+        ));
+    }
+    let aside = match aside.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", aside.join("; ")),
+    };
     format!(
-        "checked {}, {} ({} parsed, {} read from tokens only) in {:.2}s: {findings}",
-        plural(files, "file"),
+        "checked {}{aside}, {} ({} parsed, {} read from tokens only) in {:.2}s: {findings}",
+        plural(files - run.context, "file"),
         plural(s.statements, "statement"),
         s.parsed,
         s.fallback,

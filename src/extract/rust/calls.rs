@@ -423,11 +423,17 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    /// `include_str!("../queries/x.sql")`: the file relative to the Rust file.
+    /// `include_str!("../queries/x.sql")`: the file relative to the Rust file. Only a SQL file
+    /// is SQL (`include_str!("../README.md")` is documentation).
     pub(super) fn include_str(&mut self, rel: &str) -> Value {
+        let sql = Path::new(rel).extension().is_some_and(|e| {
+            ["sql", "pgsql", "psql"]
+                .iter()
+                .any(|x| e.eq_ignore_ascii_case(x))
+        });
         match self.parsed().path.parent() {
-            Some(dir) => self.sql_file(dir.join(rel)),
-            None => Value::None,
+            Some(dir) if sql => self.sql_file(dir.join(rel)),
+            _ => Value::None,
         }
     }
 
@@ -437,22 +443,16 @@ impl<'a> Walker<'a, '_> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Value::None;
         };
-        let id = match self.shared.known.iter().position(|p| same_file(p, &path)) {
-            Some(i) => i,
-            None => {
-                // Shown relative to the same folder as the Rust file that names it.
-                let p = self.parsed();
-                let base = p.path.to_string_lossy();
-                let display = match base.strip_suffix(p.display.as_str()) {
-                    Some(root) => crate::display_path(&path, Path::new(root)),
-                    None => path.to_string_lossy().into_owned(),
-                };
-                self.shared
-                    .extra
-                    .push(SourceFile::new(path.clone(), display, text.clone()));
-                self.shared.known.push(path);
-                self.shared.first_extra + self.shared.extra.len() - 1
-            }
+        // Shown relative to the same folder as the Rust file that names it.
+        let p = self.parsed();
+        let base = p.path.to_string_lossy();
+        let display = match base.strip_suffix(p.display.as_str()) {
+            Some(root) => crate::display_path(&path, Path::new(root)),
+            None => path.to_string_lossy().into_owned(),
+        };
+        let make = || SourceFile::new(path.clone(), display, text.clone());
+        let Some(id) = self.shared.extra.id(self.shared.batch, &path, make) else {
+            return Value::None;
         };
         self.front.out.embedded.insert(id);
         Value::Sql(Sql {
@@ -700,7 +700,4 @@ fn placeholders(s: &str) -> Vec<(std::ops::Range<usize>, Result<String, char>)> 
         }
     }
     out
-}
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }

@@ -12,6 +12,7 @@ mod calls;
 mod depth;
 mod fallback;
 mod lit;
+pub mod prescan;
 mod types;
 mod walk;
 
@@ -111,13 +112,83 @@ const MACROS: &[(&str, usize, bool)] = &[
 ];
 
 /// Read the Rust files `ids` of `files`; SQL files named by `query_file!` are added to `files`.
+///
+/// Files are read in batches, one per Cargo workspace (calls are followed within a batch), on
+/// every core. A file is read from disk here if it was not read yet, given to syn only if the
+/// pre-scan says it can matter, and forgotten again (text and syntax tree) once its batch is
+/// walked unless a statement, a unit or a suppression comment points into it: memory holds
+/// the largest workspace's syntax trees, not the whole tree's.
 pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> Extracted {
+    let batches = batches(files, ids);
+    let extra = Extra::new(files, batches.len());
+    // Each batch's files move to the thread that reads them, and back.
+    let work: Vec<std::sync::Mutex<Vec<(FileId, SourceFile)>>> = batches
+        .iter()
+        .map(|b| {
+            let own = b
+                .iter()
+                .map(|&id| {
+                    let placeholder = SourceFile::unread(PathBuf::new(), String::new());
+                    (id, std::mem::replace(&mut files[id], placeholder))
+                })
+                .collect();
+            std::sync::Mutex::new(own)
+        })
+        .collect();
+    let results = crate::parallel(work.len(), |b| {
+        let own = work[b]
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default();
+        let result = batch(b, own, config, &extra);
+        extra.done(b);
+        result
+    });
+    let mut out = Extracted::default();
+    for (x, own) in results {
+        for (id, f) in own {
+            files[id] = f;
+        }
+        out.merge(x);
+    }
+    files.extend(extra.into_files());
+    out
+}
+/// The Rust files of one batch, read, walked and (where nothing points into them) forgotten.
+fn batch(
+    b: usize,
+    mut own: Vec<(FileId, SourceFile)>,
+    config: &Config,
+    extra: &Extra,
+) -> (Extracted, Vec<(FileId, SourceFile)>) {
     let mut front = Front::new(0, config.dialect.unwrap_or_default());
     let mut crates = dialects::Crates::default();
     let mut parsed = Vec::new();
-    for &id in ids {
+    let mut late = HashSet::new();
+    for (id, f) in &mut own {
+        if f.unread {
+            f.unread = false;
+            match crate::load(&f.path, *id) {
+                Ok((text, note)) => {
+                    front.out.notes.extend(note);
+                    late.insert(*id);
+                    if !prescan::may_matter(&text, &config.rust) {
+                        front.out.stats.rust_skipped += 1;
+                        continue;
+                    }
+                    f.set_text(text);
+                }
+                Err(read_error) => {
+                    front.out.notes.push(*read_error);
+                    front.out.unreadable += 1;
+                    continue;
+                }
+            }
+        } else if !prescan::may_matter(&f.text, &config.rust) {
+            front.out.stats.rust_skipped += 1;
+            continue;
+        }
         // The database the file's SQL is for, where nothing closer tells (see `emit`).
-        let f = &files[id];
         let dialect = config
             .settings_for(&f.path)
             .dialect
@@ -125,42 +196,162 @@ pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> 
             .or_else(|| dialects::of_rust_text(&f.text))
             .or_else(|| crates.of(&f.path))
             .unwrap_or_default();
-        match parse(id, f, dialect) {
+        match parse(*id, f, dialect, &config.rust) {
             Ok(p) => parsed.push(p),
             Err(why) => {
                 front.dialect = dialect;
-                fallback::fallback_walk(&mut front, f, id, why)
+                fallback::fallback_walk(&mut front, f, *id, why)
             }
         }
     }
-    let index = Index::build(&parsed, config);
+    if !parsed.is_empty() {
+        walk_all(&mut front, &parsed, config, b, extra);
+    }
+    drop(parsed);
+    // proc-macro2 keeps every parsed file in a thread-local source map.
+    proc_macro2::extra::invalidate_current_thread_spans();
+    // Files read here that nothing points into are forgotten (a suppression comment counts).
+    let mut kept: HashSet<FileId> = front.out.units.iter().flat_map(Unit::files).collect();
+    kept.extend(front.out.failures.iter().map(|f| f.span.file));
+    for (id, f) in &mut own {
+        if late.contains(id) && !kept.contains(id) && !f.text.contains("txlint") {
+            f.forget();
+        }
+    }
+    (front.out, own)
+}
+
+/// Every function of a batch's parsed files, walked.
+fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, extra: &Extra) {
+    let index = Index::build(parsed, config);
     let mut shared = Shared {
         cache: HashMap::new(),
         inlined: HashSet::new(),
-        extra: Vec::new(),
-        known: files.iter().map(|f| f.path.clone()).collect(),
-        first_extra: files.len(),
+        extra,
+        batch: b,
     };
     // SQL files that constants include are query files of the code, whether or not a call
     // using the constant is recognised.
-    for ((file, _), expr) in &index.consts {
-        Walker::new(&index, &mut front, &mut shared, *file).sql_only(expr);
+    for (file, expr) in &index.consts {
+        Walker::new(&index, front, &mut shared, *file).sql_only(expr);
     }
     let mut units = Vec::new();
     for (i, f) in index.fns.iter().enumerate() {
-        let mut w = Walker::new(&index, &mut front, &mut shared, f.file);
+        let mut w = Walker::new(&index, front, &mut shared, f.file);
         w.test = f.test && !config.include_tests;
         w.stack.push(i);
         w.params(f.sig, None);
         w.block(f.block);
         units.push((i, w.finish(f)));
     }
-    units.retain(|(i, _)| !shared.inlined.contains(i));
+    // A function that sends nothing is no unit: no rule has anything to read in it, and its
+    // file need not stay in memory.
+    units.retain(|(i, u)| !shared.inlined.contains(i) && !u.transactions.is_empty());
     front.out.units.extend(units.into_iter().map(|(_, u)| u));
-    files.extend(shared.extra);
-    // proc-macro2 keeps every parsed file in a thread-local source map.
-    proc_macro2::extra::invalidate_current_thread_spans();
-    front.out
+}
+
+/// The Rust files in batches, one per Cargo workspace (the outermost `Cargo.toml` with a
+/// `[workspace]` above the file, else the nearest one), files outside any crate together;
+/// largest batch first, so that the cores finish together.
+fn batches(files: &[SourceFile], ids: &[FileId]) -> Vec<Vec<FileId>> {
+    let mut roots: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
+    let mut manifests: HashMap<PathBuf, bool> = HashMap::new();
+    let mut by_root: HashMap<Option<PathBuf>, Vec<FileId>> = HashMap::new();
+    for &id in ids {
+        let abs = std::path::absolute(&files[id].path).unwrap_or_else(|_| files[id].path.clone());
+        let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
+        let root = roots
+            .entry(dir.clone())
+            .or_insert_with(|| {
+                let mut nearest = None;
+                let mut workspace = None;
+                for d in dir.ancestors() {
+                    let m = d.join("Cargo.toml");
+                    let is_workspace = *manifests.entry(m.clone()).or_insert_with(|| {
+                        std::fs::read_to_string(&m)
+                            .is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+                    });
+                    if nearest.is_none() && m.is_file() {
+                        nearest = Some(d.to_path_buf());
+                    }
+                    if is_workspace {
+                        workspace = Some(d.to_path_buf());
+                    }
+                }
+                workspace.or(nearest)
+            })
+            .clone();
+        by_root.entry(root).or_default().push(id);
+    }
+    let mut out: Vec<Vec<FileId>> = by_root.into_values().collect();
+    out.sort_by_key(|b| (std::cmp::Reverse(b.len()), b[0]));
+    out
+}
+
+/// SQL files that Rust code names (`query_file!`, `include_str!`) beyond the run's own: each
+/// gets the next file id. Batches run in parallel, so that ids do not depend on timing a batch
+/// that needs a new one waits until every earlier batch is done (batches start in order, so
+/// the earlier ones are running or done; it is rare: the run usually has the file already).
+struct Extra {
+    state: std::sync::Mutex<ExtraState>,
+    turn: std::sync::Condvar,
+}
+
+struct ExtraState {
+    by_path: HashMap<PathBuf, FileId>,
+    files: Vec<SourceFile>,
+    first: FileId,
+    done: Vec<bool>,
+}
+
+impl Extra {
+    fn new(files: &[SourceFile], batches: usize) -> Self {
+        let by_path = files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !crate::source::is_rust(&f.path))
+            .map(|(id, f)| (f.path.canonicalize().unwrap_or_else(|_| f.path.clone()), id))
+            .collect();
+        Extra {
+            state: std::sync::Mutex::new(ExtraState {
+                by_path,
+                files: Vec::new(),
+                first: files.len(),
+                done: vec![false; batches],
+            }),
+            turn: std::sync::Condvar::new(),
+        }
+    }
+
+    /// The id of the file at `path`, made by `make` if the run does not have it yet.
+    fn id(&self, batch: usize, path: &Path, make: impl FnOnce() -> SourceFile) -> Option<FileId> {
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let mut st = self.state.lock().ok()?;
+        if let Some(&id) = st.by_path.get(&key) {
+            return Some(id);
+        }
+        while !st.done[..batch].iter().all(|&d| d) {
+            st = self.turn.wait(st).ok()?;
+        }
+        if let Some(&id) = st.by_path.get(&key) {
+            return Some(id);
+        }
+        let id = st.first + st.files.len();
+        st.files.push(make());
+        st.by_path.insert(key, id);
+        Some(id)
+    }
+
+    fn done(&self, batch: usize) {
+        if let Ok(mut st) = self.state.lock() {
+            st.done[batch] = true;
+        }
+        self.turn.notify_all();
+    }
+
+    fn into_files(self) -> Vec<SourceFile> {
+        self.state.into_inner().map(|s| s.files).unwrap_or_default()
+    }
 }
 
 /// A parsed Rust file, with what is needed to turn syn positions into byte offsets.
@@ -218,7 +409,12 @@ struct Unparsed {
     shift: usize,
 }
 
-fn parse(id: FileId, file: &SourceFile, dialect: Dialect) -> Result<Parsed, Unparsed> {
+fn parse(
+    id: FileId,
+    file: &SourceFile,
+    dialect: Dialect,
+    cfg: &crate::config::RustConfig,
+) -> Result<Parsed, Unparsed> {
     let (text, shift) = match file.text.strip_prefix('\u{feff}') {
         Some(rest) => (rest.to_string(), 3),
         None => (file.text.clone(), 0),
@@ -249,24 +445,97 @@ fn parse(id: FileId, file: &SourceFile, dialect: Dialect) -> Result<Parsed, Unpa
             shift,
         });
     }
-    match syn::parse2::<syn::File>(tokens) {
-        Ok(ast) => Ok(Parsed {
-            id,
-            path: file.path.clone(),
-            display: file.display.clone(),
-            lines: LineIndex::at_newlines(&text),
-            text,
-            shift,
-            ast,
-            dialect,
-        }),
+    let mut p = Parsed {
+        id,
+        path: file.path.clone(),
+        display: file.display.clone(),
+        lines: LineIndex::at_newlines(&text),
+        text,
+        shift,
+        ast: syn::File {
+            shebang: None,
+            attrs: Vec::new(),
+            items: Vec::new(),
+        },
+        dialect,
+    };
+    // A large file is read item by item, each dropped at once unless it can matter: the
+    // syntax tree of generated bindings never exists whole.
+    let thin = p.text.len() > THIN_ABOVE;
+    let read = |input: syn::parse::ParseStream| -> syn::Result<syn::File> {
+        let attrs = input.call(syn::Attribute::parse_inner)?;
+        let mut items = Vec::new();
+        while !input.is_empty() {
+            let mut item: syn::Item = input.parse()?;
+            if !thin || keep(&p, &mut item, cfg) {
+                items.push(item);
+            }
+        }
+        Ok(syn::File {
+            shebang: None,
+            attrs,
+            items,
+        })
+    };
+    match syn::parse::Parser::parse2(read, tokens) {
+        Ok(ast) => {
+            p.ast = ast;
+            Ok(p)
+        }
         Err(e) => Err(Unparsed {
             at: Some(e.span().start()),
             message: e.to_string(),
-            text,
+            text: p.text,
             shift,
         }),
     }
+}
+
+/// Files larger than this (generated bindings, tables) keep only the items that can matter.
+const THIN_ABOVE: usize = 64 * 1024;
+
+/// Whether an item of a large file can matter: the pre-scan, applied to the item's own text.
+/// What a batch holds is then the code that talks to a database, not every binding beside it.
+/// Imports, type aliases and text constants are kept whatever they say (others refer to them
+/// by name); modules and `impl` blocks keep the items inside that can matter.
+fn keep(p: &Parsed, item: &mut syn::Item, cfg: &crate::config::RustConfig) -> bool {
+    let matters =
+        |r: std::ops::Range<usize>| p.text.get(r).is_some_and(|t| prescan::may_matter(t, cfg));
+    match item {
+        syn::Item::Use(_) | syn::Item::Type(_) | syn::Item::ExternCrate(_) => true,
+        syn::Item::Const(c) => mentions_text(&c.ty) || matters(p.range(&*c)),
+        syn::Item::Static(s) => mentions_text(&s.ty) || matters(p.range(&*s)),
+        syn::Item::Mod(m) => match &mut m.content {
+            Some((_, inner)) => {
+                inner.retain_mut(|it| keep(p, it, cfg));
+                !inner.is_empty()
+            }
+            None => true,
+        },
+        syn::Item::Impl(i) => {
+            let head = p.span_between(i.impl_token.span, i.brace_token.span.open());
+            if matters(head.start - p.shift..head.end - p.shift) {
+                return true;
+            }
+            i.items.retain(|it| matters(p.range(it)));
+            !i.items.is_empty()
+        }
+        other => matters(p.range(&*other)),
+    }
+}
+
+/// The type names text (`str`, `String`, `Cow`), anywhere inside (`&[&str]`, `LazyLock<String>`).
+fn mentions_text(ty: &syn::Type) -> bool {
+    struct Text(bool);
+    impl Visit<'_> for Text {
+        fn visit_path_segment(&mut self, s: &syn::PathSegment) {
+            self.0 |= s.ident == "str" || s.ident == "String" || s.ident == "Cow";
+            syn::visit::visit_path_segment(self, s);
+        }
+    }
+    let mut text = Text(false);
+    text.visit_type(ty);
+    text.0
 }
 
 /// A function body to walk.
@@ -289,7 +558,10 @@ struct Index<'a> {
     config: &'a Config,
     fns: Vec<FnDef<'a>>,
     by_name: HashMap<String, Vec<usize>>,
-    consts: HashMap<(usize, String), &'a syn::Expr>,
+    /// String constants and statics (by the file they are in), in file order.
+    consts: Vec<(usize, &'a syn::Expr)>,
+    /// Indices into `consts` by name.
+    const_names: HashMap<String, Vec<usize>>,
     /// Struct fields that hold handles: their kind and the database they talk to.
     fields: HashMap<String, (Executor, Option<Dialect>)>,
 }
@@ -331,14 +603,10 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
-        self.ix
-            .consts
-            .insert((self.file, c.ident.to_string()), &c.expr);
+        self.constant(&c.ident, &c.ty, &c.expr);
     }
     fn visit_item_static(&mut self, s: &'a syn::ItemStatic) {
-        self.ix
-            .consts
-            .insert((self.file, s.ident.to_string()), &s.expr);
+        self.constant(&s.ident, &s.ty, &s.expr);
     }
     fn visit_field(&mut self, f: &'a syn::Field) {
         if let Some(name) = &f.ident
@@ -384,6 +652,20 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
 }
 
 impl<'a> Collector<'a, '_> {
+    /// A constant or static whose type can hold text (`&str`, `String`, `Cow<str>`, arrays and
+    /// wrappers of them): the others (numbers, bindings' GUIDs) never hold SQL.
+    fn constant(&mut self, name: &syn::Ident, ty: &syn::Type, expr: &'a syn::Expr) {
+        if mentions_text(ty) {
+            let i = self.ix.consts.len();
+            self.ix.consts.push((self.file, expr));
+            self.ix
+                .const_names
+                .entry(name.to_string())
+                .or_default()
+                .push(i);
+        }
+    }
+
     /// Visit an item with the test and database context its attributes add.
     fn nested(&mut self, attrs: &[syn::Attribute], f: impl FnOnce(&mut Self)) {
         let test = self.in_test || is_test(attrs);
@@ -423,7 +705,8 @@ impl<'a> Index<'a> {
             config,
             fns: Vec::new(),
             by_name: HashMap::new(),
-            consts: HashMap::new(),
+            consts: Vec::new(),
+            const_names: HashMap::new(),
             fields: HashMap::new(),
         };
         for (file, p) in parsed.iter().enumerate() {
@@ -452,16 +735,16 @@ impl<'a> Index<'a> {
 /// Where a SQL text starts in its host file, and the dialect it is read in.
 type SqlKey = ((FileId, usize), Dialect);
 
-/// State shared by every walk of the run.
-struct Shared {
+/// State shared by every walk of a batch.
+struct Shared<'e> {
     /// Steps of each SQL literal, read once per dialect, with their messages.
     cache: HashMap<SqlKey, Vec<(Step, usize)>>,
     /// Functions walked in place in some caller.
     inlined: HashSet<usize>,
     /// SQL files read for `query_file!`.
-    extra: Vec<SourceFile>,
-    known: Vec<PathBuf>,
-    first_extra: usize,
+    extra: &'e Extra,
+    /// The batch's place in the run (see [`Extra`]).
+    batch: usize,
 }
 
 /// SQL text: its value and where each byte of it is in a host file.
@@ -578,7 +861,7 @@ const POOL: usize = 1;
 struct Walker<'a, 'w> {
     ix: &'w Index<'a>,
     front: &'w mut Front,
-    shared: &'w mut Shared,
+    shared: &'w mut Shared<'a>,
     file: usize,
     vars: HashMap<String, Value>,
     walkers: Vec<SessionWalker>,

@@ -6,7 +6,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     pub(super) fn new(
         ix: &'w Index<'a>,
         front: &'w mut Front,
-        shared: &'w mut Shared,
+        shared: &'w mut Shared<'a>,
         file: usize,
     ) -> Self {
         Walker {
@@ -653,18 +653,13 @@ impl<'a, 'w> Walker<'a, 'w> {
             return v.clone();
         }
         // A string constant of this file (or, if unique, of another).
-        let konst = self
-            .ix
-            .consts
-            .get(&(self.file, name.clone()))
-            .map(|e| (self.file, *e))
-            .or_else(|| {
-                let mut all = self.ix.consts.iter().filter(|((_, n), _)| *n == name);
-                match (all.next(), all.next()) {
-                    (Some(((f, _), e)), None) => Some((*f, *e)),
-                    _ => None,
-                }
-            });
+        let konst = self.ix.const_names.get(&name).and_then(|all| {
+            let here = all.iter().find(|&&i| self.ix.consts[i].0 == self.file);
+            match (here, all.as_slice()) {
+                (Some(&i), _) | (None, &[i]) => Some(self.ix.consts[i]),
+                _ => None,
+            }
+        });
         // A constant defined from another: follow a few, never a cycle.
         if let Some((file, expr)) = konst
             && self.const_depth < 8

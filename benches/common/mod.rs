@@ -1,0 +1,54 @@
+//! What the benchmarks share: running `txlint check` as a child process and fitting exponents.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Wall and CPU seconds and peak resident bytes of `txlint check dir`, and its summary line.
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also gives its peak memory"
+)]
+pub fn run_txlint(dir: &Path) -> (f64, f64, u64, String) {
+    let start = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args(["check", "--format", "json", "--output", "/dev/null"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("txlint");
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut s).ok();
+        s
+    });
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for the child we spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; `status` and `usage` outlive the call.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    assert_eq!(waited, pid, "wait4 failed");
+    let err = reader.join().unwrap_or_default();
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("checked "))
+        .unwrap_or("(no summary)")
+        .to_string();
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
+    (seconds, cpu, usage.ru_maxrss as u64 * 1024, summary)
+}
+
+/// Least-squares slope of log(y) over log(x).
+pub fn exponent(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    let (lx, ly): (Vec<f64>, Vec<f64>) = points.iter().map(|(x, y)| (x.ln(), y.ln())).unzip();
+    let (mx, my) = (lx.iter().sum::<f64>() / n, ly.iter().sum::<f64>() / n);
+    let cov: f64 = lx.iter().zip(&ly).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let var: f64 = lx.iter().map(|x| (x - mx).powi(2)).sum();
+    cov / var
+}
