@@ -22,22 +22,50 @@ pub struct Discovered {
     pub errors: Vec<(PathBuf, String)>,
 }
 
+/// The configuration's include and exclude globs, relative to its folder.
+pub struct Selection<'c> {
+    config: &'c Config,
+    include: GlobSet,
+    exclude: GlobSet,
+}
+
+impl<'c> Selection<'c> {
+    pub fn new(config: &'c Config) -> Self {
+        Selection {
+            config,
+            include: globs(&config.include),
+            exclude: globs(&config.exclude),
+        }
+    }
+
+    fn rel(&self, p: &Path, cwd: &Path) -> PathBuf {
+        let abs = cwd.join(p);
+        abs.strip_prefix(&self.config.root)
+            .map_or_else(|_| p.to_path_buf(), Path::to_path_buf)
+    }
+
+    /// It, or a folder above it, matches an exclude glob.
+    pub fn excluded(&self, p: &Path, cwd: &Path) -> bool {
+        let r = self.rel(p, cwd);
+        r.ancestors()
+            .any(|a| !a.as_os_str().is_empty() && self.exclude.is_match(a))
+    }
+
+    pub fn included(&self, p: &Path, cwd: &Path) -> bool {
+        self.config.include.is_empty() || self.include.is_match(self.rel(p, cwd))
+    }
+
+    /// A file txlint reads (by its ending) that the configuration does not leave out.
+    pub fn selects(&self, p: &Path, cwd: &Path) -> bool {
+        has_extension(p) && !self.excluded(p, cwd) && self.included(p, cwd)
+    }
+}
+
 /// `cwd` resolves relative paths against the configuration's folder.
 pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: bool) -> Discovered {
-    let include = globs(&config.include);
-    let exclude = globs(&config.exclude);
-    let rel = |p: &Path| -> PathBuf {
-        let abs = cwd.join(p);
-        abs.strip_prefix(&config.root)
-            .map_or_else(|_| p.to_path_buf(), Path::to_path_buf)
-    };
-    // A path is excluded if it, or a folder above it, matches an exclude glob.
-    let excluded = |p: &Path| {
-        let r = rel(p);
-        r.ancestors()
-            .any(|a| !a.as_os_str().is_empty() && exclude.is_match(a))
-    };
-    let included = |p: &Path| config.include.is_empty() || include.is_match(rel(p));
+    let selection = Selection::new(config);
+    let excluded = |p: &Path| selection.excluded(p, cwd);
+    let included = |p: &Path| selection.included(p, cwd);
     let mut out = Discovered::default();
     for path in paths {
         // A FIFO, a socket or a device named explicitly is reported, never read.
@@ -116,7 +144,8 @@ fn walk_error(root: &Path, e: &ignore::Error) -> (PathBuf, String) {
     (path.unwrap_or_else(|| root.to_path_buf()), why)
 }
 
-fn has_extension(p: &Path) -> bool {
+/// A `.sql` or `.rs` file, by its ending (in any case).
+pub fn has_extension(p: &Path) -> bool {
     p.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))

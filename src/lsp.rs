@@ -273,6 +273,16 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
         let ext = if language == "rust" { "rs" } else { "sql" };
         PathBuf::from(format!("untitled.{ext}"))
     });
+    // Only what a run would read: `.sql` and `.rs` files (or, for a document not saved yet,
+    // the client's `sql` and `rust`), and only those the configuration does not leave out.
+    let on_disk = uri.starts_with("file://");
+    let kind = match on_disk {
+        true => crate::discover::has_extension(&path),
+        false => matches!(language, "sql" | "rust"),
+    };
+    if !kind {
+        return Vec::new();
+    }
     let folder = path.parent().filter(|p| p.is_dir()).unwrap_or(cwd);
     let config = match Config::discover(folder, None) {
         Ok(c) => c,
@@ -286,6 +296,9 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
             })];
         }
     };
+    if on_disk && !crate::discover::Selection::new(&config).selects(&path, folder) {
+        return Vec::new();
+    }
     let display = crate::display_path(&path, cwd);
     let run = crate::check_files(
         vec![SourceFile::new(path, display, text.to_string())],

@@ -103,6 +103,13 @@ struct CheckArgs {
     /// (pre-commit passes file names).
     #[arg(long)]
     force_exclude: bool,
+    /// Read only the files named. By default, when only files are named (as pre-commit and
+    /// editors do), the rest of the project (the folder of txlint.toml, else of the git
+    /// repository) is read too, with the configuration's include and exclude, as context:
+    /// its schema, routines and transactions count, but only findings that involve a named
+    /// file are reported.
+    #[arg(long)]
+    no_context: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -137,21 +144,21 @@ fn main() -> ExitCode {
             paths,
             format,
             config,
-        } => match load(&paths, config.as_deref(), false) {
+        } => match load(&paths, config.as_deref(), false, false) {
             Ok(run) => {
                 print!("{}", report::graph::render(&run, format));
                 ExitCode::SUCCESS
             }
             Err(code) => code,
         },
-        Command::Schema { paths, config } => match load(&paths, config.as_deref(), false) {
+        Command::Schema { paths, config } => match load(&paths, config.as_deref(), false, false) {
             Ok(run) => {
                 print!("{}", report::schema::render(&run));
                 ExitCode::SUCCESS
             }
             Err(code) => code,
         },
-        Command::Model { paths, config } => match load(&paths, config.as_deref(), false) {
+        Command::Model { paths, config } => match load(&paths, config.as_deref(), false, false) {
             Ok(run) => {
                 print!("{}", report::model::render(&run));
                 ExitCode::SUCCESS
@@ -197,6 +204,7 @@ fn load(
     paths: &[PathBuf],
     config: Option<&Path>,
     force_exclude: bool,
+    context: bool,
 ) -> Result<txlint::Run, ExitCode> {
     let cwd = std::env::current_dir()
         .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
@@ -224,7 +232,11 @@ fn load(
             names.join(", ")
         )));
     }
-    let run = txlint::check_discovered(&found.files, &found.errors, &cwd, &config);
+    let context = match context && paths.iter().all(|p| p.is_file()) {
+        true => context_files(&found.files, &cwd, &config),
+        false => Vec::new(),
+    };
+    let run = txlint::check_in_context(&found.files, &context, &found.errors, &cwd, &config);
     if run.unreadable == run.program.files.len() {
         // Say which and why, not only that nothing was read.
         for d in &run.diagnostics {
@@ -238,8 +250,39 @@ fn load(
     Ok(run)
 }
 
+/// The project's other files, read as context for the named ones: everything the
+/// configuration includes under its folder (or, without a txlint.toml, under the git
+/// repository's top folder); nothing outside a project.
+fn context_files(named: &[PathBuf], cwd: &Path, config: &Config) -> Vec<PathBuf> {
+    let root = match &config.path {
+        Some(_) => Some(config.root.clone()),
+        None => cwd
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .map(Path::to_path_buf),
+    };
+    let Some(root) = root else {
+        return Vec::new();
+    };
+    let canonical = |p: &Path| {
+        let p = cwd.join(p);
+        p.canonicalize().unwrap_or(p)
+    };
+    let named: std::collections::HashSet<PathBuf> = named.iter().map(|p| canonical(p)).collect();
+    discover::discover(&[root], cwd, config, true)
+        .files
+        .into_iter()
+        .filter(|f| !named.contains(&canonical(f)))
+        .collect()
+}
+
 fn check(args: CheckArgs) -> ExitCode {
-    let run = match load(&args.paths, args.config.as_deref(), args.force_exclude) {
+    let run = match load(
+        &args.paths,
+        args.config.as_deref(),
+        args.force_exclude,
+        !args.no_context,
+    ) {
         Ok(run) => run,
         Err(code) => return code,
     };

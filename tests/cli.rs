@@ -447,3 +447,69 @@ fn overrides_set_mode_per_folder() {
         "the migration runs in one transaction"
     );
 }
+
+#[test]
+fn named_files_are_reported_with_the_rest_of_the_project_as_context() {
+    // Two transactions in opposite order, one per file, and a finding only in a third file.
+    let d = Dir::new("context");
+    d.write("txlint.toml", "")
+        .write(
+            "a.sql",
+            "BEGIN;\nUPDATE accounts SET n = 1 WHERE id = 1;\nUPDATE ledger SET n = 1 WHERE id = 1;\nCOMMIT;\n",
+        )
+        .write(
+            "b.sql",
+            "BEGIN;\nUPDATE ledger SET n = 2 WHERE id = 1;\nUPDATE accounts SET n = 2 WHERE id = 1;\nCOMMIT;\n",
+        )
+        .write("other/c.sql", BAD)
+        .write("excluded/d.sql", BAD);
+    let json =
+        |o: &Output| -> serde_json::Value { serde_json::from_str(&stdout(o)).expect("json") };
+    let rules = |v: &serde_json::Value| -> Vec<(String, String)> {
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let path = d["path"].as_str().unwrap().to_string();
+                (d["rule"].as_str().unwrap().to_string(), path)
+            })
+            .collect()
+    };
+    // a.sql alone: the cycle through b.sql is reported (one finding, with the other side a
+    // label); c.sql's own finding is not; the summary says what was context.
+    let o = txlint(d.path(), &["check", "--format", "json", "a.sql"]);
+    let v = json(&o);
+    let found = rules(&v);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "lock-order-inversion");
+    assert_eq!(v["summary"]["files"], 1);
+    assert_eq!(v["summary"]["context"], 3);
+    assert!(
+        stderr(&o).contains("checked 1 file (3 more read as context)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(1));
+    // Excluded files are not context either.
+    d.write("txlint.toml", "exclude = [\"excluded\"]\n");
+    let v = json(&txlint(d.path(), &["check", "--format", "json", "a.sql"]));
+    assert_eq!(v["summary"]["context"], 2);
+    // --no-context: a.sql alone has no cycle.
+    let o = txlint(
+        d.path(),
+        &["check", "--format", "json", "--no-context", "a.sql"],
+    );
+    assert!(rules(&json(&o)).is_empty());
+    assert_eq!(o.status.code(), Some(0));
+    // A folder named is the whole run: no context is added.
+    let v = json(&txlint(d.path(), &["check", "--format", "json", "other"]));
+    assert_eq!(v["summary"]["context"], 0);
+    assert_eq!(
+        rules(&v),
+        vec![(
+            "xact-lock-outside-transaction".to_string(),
+            "other/c.sql".to_string()
+        )]
+    );
+}

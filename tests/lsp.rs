@@ -168,3 +168,47 @@ fn survives_malformed_messages() {
     }
     assert!(out.status.success(), "{stderr}");
 }
+
+/// Only the documents a run would read get diagnostics: not Markdown or TOML, not a file the
+/// configuration excludes; a `.sql` file beside them does.
+#[test]
+fn lints_only_sql_and_rust_files_the_configuration_includes() {
+    let dir = std::env::temp_dir().join(format!("txlint-lsp-select-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("vendor")).unwrap();
+    std::fs::write(dir.join("txlint.toml"), "exclude = [\"vendor\"]\n").unwrap();
+    let (server, client) = Connection::memory();
+    let cwd = dir.clone();
+    let handle = std::thread::spawn(move || txlint::lsp::serve(&server, &cwd));
+    let send = |m: Message| client.sender.send(m).unwrap();
+    send(
+        Request::new(
+            RequestId::from(1),
+            "initialize".into(),
+            json!({ "capabilities": {} }),
+        )
+        .into(),
+    );
+    let _ = client.receiver.recv_timeout(Duration::from_secs(20));
+    send(Notification::new("initialized".into(), json!({})).into());
+    let bad = "SELECT pg_advisory_xact_lock(1);\n";
+    let open = |name: &str, language: &str| {
+        let uri = format!("file://{}", dir.join(name).display());
+        std::fs::write(dir.join(name), bad).unwrap();
+        send(Notification::new(
+            "textDocument/didOpen".into(),
+            json!({ "textDocument": { "uri": uri, "languageId": language, "version": 1, "text": bad } }),
+        ).into());
+        let d = next_diagnostics(&client);
+        assert_eq!(d["uri"], uri);
+        d["diagnostics"].as_array().unwrap().len()
+    };
+    assert_eq!(open("README.md", "markdown"), 0);
+    assert_eq!(open("Cargo.toml", "toml"), 0);
+    assert_eq!(open("vendor/q.sql", "sql"), 0);
+    assert_eq!(open("q.sql", "sql"), 1);
+    send(Request::new(RequestId::from(2), "shutdown".into(), json!(null)).into());
+    send(Notification::new("exit".into(), json!(null)).into());
+    assert_eq!(handle.join().unwrap(), Ok(()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
