@@ -101,8 +101,8 @@ const CALL_LABELS: usize = 3;
 
 /// One diagnostic per rule and primary span. `diagnostics` is sorted by span and rule, so
 /// repeats are adjacent: a helper walked in place from N callers gives its finding once, with
-/// the call sites as labels ("called from here", the last with "and N more"), and the labels of
-/// the repeats folded in.
+/// the call sites as labels ("called from here", the last with "and N more"; a single caller
+/// when it is in another file), and the labels of the repeats folded in.
 pub fn merge_repeats(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
     let mut calls: Vec<Vec<Span>> = Vec::new();
@@ -127,7 +127,9 @@ pub fn merge_repeats(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
     }
     for (d, sites) in out.iter_mut().zip(calls) {
-        if sites.len() < 2 {
+        // One caller is labelled when it is in another file (the reader would not see it).
+        let elsewhere = sites.first().is_some_and(|c| c.file != d.span.file);
+        if sites.len() < 2 && !elsewhere {
             continue;
         }
         let shown = sites.len().min(CALL_LABELS);

@@ -133,13 +133,25 @@ impl<'a> Walker<'a, '_> {
                 self.walkers[h.walker].end(Some(at));
                 Value::None
             }
-            // A helper method given a handle: walk it in place.
+            // A method of the run on a value that holds a handle (`repo.load(id)` where `Repo`
+            // has a pool field; `pool.bump()` with `impl Counters for PgPool`), or a helper
+            // method given a handle: walk it in place.
             _ => {
-                if args.iter().any(|a| matches!(a, Value::Handle(_))) {
-                    self.inline(&name, &args, at);
-                }
+                let method = match &receiver {
+                    Value::Object(owner) => self.ix.method(&name, owner),
+                    Value::Handle(_) => self.ix.handle_method(&name),
+                    _ => None,
+                };
+                let given = self.passed(&args, m.args.iter());
+                let returned = match method {
+                    Some(i) => self.inline_fn(i, Some(receiver.clone()), &given, at),
+                    None if args.iter().any(|a| matches!(a, Value::Handle(_))) => {
+                        self.inline(&name, &given, at)
+                    }
+                    None => Value::None,
+                };
                 // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
-                data_of(std::iter::once(&receiver).chain(&args))
+                data_of(std::iter::once(&receiver).chain(&args).chain([&returned]))
             }
         }
     }
@@ -242,7 +254,11 @@ impl<'a> Walker<'a, '_> {
         }
         if args.iter().any(|a| matches!(a, Value::Handle(_))) {
             let at = self.call_span(c);
-            self.inline(name, &args, at);
+            let given = self.passed(&args, c.args.iter());
+            let returned = self.inline(name, &given, at);
+            if !matches!(returned, Value::None) {
+                return returned;
+            }
         }
         match name {
             // Box::pin(async move {..}), Ok(x): the value passes through.
@@ -478,13 +494,35 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// Arguments as a function walked in place receives them: a value computed from query
+    /// results (`n - qty`) is data.
+    fn passed<'e>(&self, args: &[Value], exprs: impl Iterator<Item = &'e syn::Expr>) -> Vec<Value> {
+        args.iter()
+            .zip(exprs)
+            .map(|(v, e)| self.or_data(v.clone(), e))
+            .collect()
+    }
+
     /// Walk the function `name` in place, its parameters bound to `args`; `at` is the call.
-    pub(super) fn inline(&mut self, name: &str, args: &[Value], at: Span) {
-        let Some(i) = self.ix.function(name, self.file) else {
-            return;
-        };
+    pub(super) fn inline(&mut self, name: &str, args: &[Value], at: Span) -> Value {
+        match self.ix.function(name, self.file) {
+            Some(i) => self.inline_fn(i, None, args, at),
+            None => Value::None,
+        }
+    }
+
+    /// Walk function `i` in place (`self` bound to `receiver`, its parameters to `args`): its
+    /// statements join the caller's sessions, and what it returns computed from query results
+    /// is data in the caller.
+    pub(super) fn inline_fn(
+        &mut self,
+        i: usize,
+        receiver: Option<Value>,
+        args: &[Value],
+        at: Span,
+    ) -> Value {
         if self.stack.contains(&i) || self.stack.len() > 4 {
-            return;
+            return Value::None;
         }
         // A helper that only skipped test code calls is still analysed on its own.
         if !self.test {
@@ -496,13 +534,17 @@ impl<'a> Walker<'a, '_> {
         let saved_ordered = std::mem::take(&mut self.ordered);
         self.stack.push(i);
         self.calls.push(at);
-        self.params(f.sig, Some(args));
-        self.block(f.block);
+        self.returned.push(Vec::new());
+        self.params(f.sig, f.owner, receiver, Some(args));
+        let tail = self.block_value(f.block);
+        let mut returned = self.returned.pop().unwrap_or_default();
+        returned.push(tail);
         self.calls.pop();
         self.stack.pop();
         self.file = saved_file;
         self.vars = saved_vars;
         self.ordered = saved_ordered;
+        data_of(&returned)
     }
 
     /// A value bound to a statement parameter.
@@ -660,7 +702,7 @@ pub(super) fn looks_like_sql(text: &str) -> bool {
 }
 
 /// Data computed from any of `values` (the union of their flows), or nothing.
-fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value {
+pub(super) fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value {
     let flow: Flow = values
         .into_iter()
         .filter_map(|v| match v {

@@ -240,7 +240,7 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
         let mut w = Walker::new(&index, front, &mut shared, f.file);
         w.test = f.test && !config.include_tests;
         w.stack.push(i);
-        w.params(f.sig, None);
+        w.params(f.sig, f.owner, None, None);
         w.block(f.block);
         units.push((i, w.finish(f)));
     }
@@ -549,6 +549,8 @@ struct FnDef<'a> {
     sig: &'a syn::Signature,
     block: &'a syn::Block,
     span: Span,
+    /// The type of the `impl` block a method is in (`impl Repo`, `impl Trait for PgPool`).
+    owner: Option<&'a syn::Type>,
 }
 
 /// What the whole run's Rust code declares: functions, string constants, struct fields that
@@ -564,6 +566,8 @@ struct Index<'a> {
     const_names: HashMap<String, Vec<usize>>,
     /// Struct fields that hold handles: their kind and the database they talk to.
     fields: HashMap<String, (Executor, Option<Dialect>)>,
+    /// Structs with a field that holds a handle (see [`Value::Object`]).
+    handle_structs: HashSet<String>,
 }
 
 struct Collector<'a, 'i> {
@@ -573,14 +577,27 @@ struct Collector<'a, 'i> {
     in_test: bool,
     /// Inside `#[cfg(feature = "<database>")]`.
     in_dialect: Option<Dialect>,
+    /// Inside `impl <type>`.
+    owner: Option<&'a syn::Type>,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
+        let owner = self.owner.take();
         self.nested(&f.attrs, |c| {
             c.add(&f.sig, &f.block, f);
             syn::visit::visit_item_fn(c, f)
         });
+        self.owner = owner;
+    }
+    fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
+        if s.fields
+            .iter()
+            .any(|f| types::of_type(&f.ty, &self.ix.config.rust).is_some())
+        {
+            self.ix.handle_structs.insert(s.ident.to_string());
+        }
+        syn::visit::visit_item_struct(self, s);
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
         self.nested(&f.attrs, |c| {
@@ -600,7 +617,9 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.nested(&m.attrs, |c| syn::visit::visit_item_mod(c, m));
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
+        let outer = self.owner.replace(&i.self_ty);
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
+        self.owner = outer;
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
         self.constant(&c.ident, &c.ty, &c.expr);
@@ -689,6 +708,7 @@ impl<'a> Collector<'a, '_> {
             sig,
             block,
             span: p.span(node),
+            owner: self.owner,
         });
         self.ix
             .by_name
@@ -708,6 +728,7 @@ impl<'a> Index<'a> {
             consts: Vec::new(),
             const_names: HashMap::new(),
             fields: HashMap::new(),
+            handle_structs: HashSet::new(),
         };
         for (file, p) in parsed.iter().enumerate() {
             Collector {
@@ -715,6 +736,7 @@ impl<'a> Index<'a> {
                 file,
                 in_test: false,
                 in_dialect: None,
+                owner: None,
             }
             .visit_file(&p.ast);
         }
@@ -722,6 +744,25 @@ impl<'a> Index<'a> {
     }
 
     /// The function a call names: one in the caller's file first, else the only one anywhere.
+    /// The method `name` of the type named `owner` (`impl Repo { fn load(&self) }`).
+    fn method(&self, name: &str, owner: &str) -> Option<usize> {
+        self.by_name.get(name)?.iter().copied().find(|&i| {
+            let f = &self.fns[i];
+            f.sig.receiver().is_some()
+                && f.owner.and_then(types::type_name).as_deref() == Some(owner)
+        })
+    }
+
+    /// The method `name` implemented on a handle type (`impl Counters for PgPool`).
+    fn handle_method(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name)?.iter().copied().find(|&i| {
+            let f = &self.fns[i];
+            f.sig.receiver().is_some()
+                && f.owner
+                    .is_some_and(|t| types::of_type(t, &self.config.rust).is_some())
+        })
+    }
+
     fn function(&self, name: &str, file: usize) -> Option<usize> {
         let candidates = self.by_name.get(name)?;
         candidates
@@ -850,6 +891,9 @@ enum Value {
     Sql(Sql),
     /// Data computed from the results of these steps.
     Data(Flow),
+    /// A value of a struct of the run that holds a database handle in a field (`Repo { pool:
+    /// PgPool }`): its methods reach the handle through `self`, so a call is walked in place.
+    Object(std::rc::Rc<str>),
 }
 
 /// Expressions the walker follows into one another before it stops (within [`crate::STACK`]).
@@ -868,6 +912,8 @@ struct Walker<'a, 'w> {
     sessions: Vec<Session>,
     /// Sessions of `self.<field>` connections.
     field_sessions: HashMap<String, Handle>,
+    /// Values returned by the functions being walked in place, innermost last.
+    returned: Vec<Vec<Value>>,
     seq: usize,
     message: usize,
     branch: Vec<usize>,

@@ -27,6 +27,31 @@ pub fn of_type(ty: &syn::Type, cfg: &RustConfig) -> Option<Executor> {
     }
 }
 
+/// The name of the type a value is of, through references and smart pointers (`&Repo`,
+/// `Arc<Repo>`, `&mut crate::db::Repo`: `Repo`).
+pub fn type_name(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Reference(r) => type_name(&r.elem),
+        syn::Type::Paren(p) => type_name(&p.elem),
+        syn::Type::Group(g) => type_name(&g.elem),
+        syn::Type::Path(p) => {
+            let last = p.path.segments.last()?;
+            let name = last.ident.to_string();
+            if matches!(name.as_str(), "Arc" | "Rc" | "Box") {
+                if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+                    return args.args.iter().find_map(|a| match a {
+                        syn::GenericArgument::Type(t) => type_name(t),
+                        _ => None,
+                    });
+                }
+                return None;
+            }
+            Some(name)
+        }
+        _ => None,
+    }
+}
+
 fn of_path(path: &syn::Path, cfg: &RustConfig) -> Option<Executor> {
     let last = path.segments.last()?;
     let name = last.ident.to_string();

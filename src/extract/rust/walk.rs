@@ -1,5 +1,6 @@
 //! Walking a function body: statements, bindings, branches and expressions, in program order.
 
+use super::calls::data_of;
 use super::*;
 
 impl<'a, 'w> Walker<'a, 'w> {
@@ -21,6 +22,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             ],
             sessions: Vec::new(),
             field_sessions: HashMap::new(),
+            returned: Vec::new(),
             seq: 0,
             message: 0,
             branch: Vec::new(),
@@ -171,10 +173,22 @@ impl<'a, 'w> Walker<'a, 'w> {
     // ---- statements ----
 
     pub(super) fn block(&mut self, block: &syn::Block) {
+        self.block_value(block);
+    }
+
+    /// Walk a block; the value of its tail expression.
+    pub(super) fn block_value(&mut self, block: &syn::Block) -> Value {
         let outer = self.vars.clone();
         let before: HashSet<usize> = self.open_transactions();
+        let mut tail = Value::None;
         for stmt in &block.stmts {
-            self.stmt(stmt);
+            match stmt {
+                syn::Stmt::Expr(e, None) => {
+                    let v = self.expr(e);
+                    tail = self.or_data(v, e);
+                }
+                _ => self.stmt(stmt),
+            }
         }
         // Transactions opened in this block and still open are rolled back when dropped here.
         for w in self.open_transactions().difference(&before) {
@@ -190,6 +204,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
         }
         self.vars = outer;
+        tail
     }
 
     pub(super) fn open_transactions(&self) -> HashSet<usize> {
@@ -330,26 +345,51 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     /// Bind a function's parameters: to the caller's handles (`args`) when walked in place,
     /// else by their types.
-    pub(super) fn params(&mut self, sig: &syn::Signature, args: Option<&[Value]>) {
+    /// Bind the parameters: to `args` (and `self` to `receiver`) when walked in place, else by
+    /// their types; `owner` is the type of the method's `impl` block.
+    pub(super) fn params(
+        &mut self,
+        sig: &syn::Signature,
+        owner: Option<&syn::Type>,
+        receiver: Option<Value>,
+        args: Option<&[Value]>,
+    ) {
         let mut i = 0;
         for input in &sig.inputs {
-            let syn::FnArg::Typed(t) = input else {
-                continue;
+            let t = match input {
+                syn::FnArg::Typed(t) => t,
+                syn::FnArg::Receiver(_) => {
+                    let value = match (receiver.clone(), owner) {
+                        (Some(v), _) => v,
+                        (None, Some(ty)) => self.typed_value(sig, ty),
+                        (None, None) => Value::None,
+                    };
+                    self.vars.insert("self".to_string(), value);
+                    continue;
+                }
             };
             let given = args.and_then(|a| a.get(i)).cloned().unwrap_or_default();
             i += 1;
             let value = match given {
-                Value::None => match self.typed(&t.ty) {
-                    Some(h) => Value::Handle(h),
-                    None => match types::generic_executor(sig, &t.ty) {
-                        Some(kind) => Value::Handle(self.handle_of_kind(kind)),
-                        None => Value::None,
-                    },
-                },
+                Value::None => self.typed_value(sig, &t.ty),
                 v => v,
             };
             self.note_sorted(&t.pat, &t.ty);
             self.bind(&t.pat, value);
+        }
+    }
+
+    /// What a parameter of this type holds: a handle, or a struct that holds one.
+    fn typed_value(&mut self, sig: &syn::Signature, ty: &syn::Type) -> Value {
+        if let Some(h) = self.typed(ty) {
+            return Value::Handle(h);
+        }
+        if let Some(kind) = types::generic_executor(sig, ty) {
+            return Value::Handle(self.handle_of_kind(kind));
+        }
+        match types::type_name(ty) {
+            Some(name) if self.ix.handle_structs.contains(&name) => Value::Object(name.into()),
+            _ => Value::None,
         }
     }
 
@@ -474,7 +514,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             E::Return(r) => {
                 if let Some(x) = &r.expr {
-                    self.expr(x);
+                    let v = self.expr(x);
+                    let v = self.or_data(v, x);
+                    if let Some(frame) = self.returned.last_mut() {
+                        frame.push(v);
+                    }
                 }
                 self.exit(&r.return_token, None, ExitKind::Return);
                 Value::None
@@ -598,10 +642,16 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
             E::Struct(s) => {
-                for f in &s.fields {
-                    self.expr(&f.expr);
-                }
-                Value::None
+                // `Counter { id, n }`: data if a field is.
+                let fields: Vec<Value> = s
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let v = self.expr(&f.expr);
+                        self.or_data(v, &f.expr)
+                    })
+                    .collect();
+                data_of(&fields)
             }
             E::Index(i) => {
                 self.expr(&i.expr);
