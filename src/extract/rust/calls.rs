@@ -157,7 +157,76 @@ impl<'a> Walker<'a, '_> {
     }
 
     pub(super) fn call(&mut self, c: &syn::ExprCall) -> Value {
-        let args = self.exprs(&c.args);
+        let callee = match &*c.func {
+            syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        // `f(&mut tx)` where `f` is a closure handed to the function walked in place: its
+        // body runs here, on the handles given.
+        if let Some(Value::Closure(k)) = callee.as_ref().and_then(|n| self.vars.get(n)).cloned() {
+            let args = self.exprs(&c.args);
+            return self.run_closure(k, &args);
+        }
+        // `with_tx(&pool, |tx| Box::pin(async move { .. }))`: a closure handed to a function
+        // of the run is held until that function calls it; one it never calls is walked here.
+        let of_run = match &*c.func {
+            syn::Expr::Path(p) => p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| self.ix.function(&s.ident.to_string(), self.file).is_some()),
+            _ => false,
+        };
+        let args: Vec<Value> = c
+            .args
+            .iter()
+            .map(|a| match a {
+                syn::Expr::Closure(cl) if of_run => self.hold(cl),
+                a => self.expr(a),
+            })
+            .collect();
+        let v = self.call_with(c, args.clone());
+        for a in &args {
+            if let Value::Closure(k) = a
+                && !self.closures[*k].ran
+            {
+                self.in_branch(|w| w.run_closure(*k, &[]));
+            }
+        }
+        v
+    }
+
+    /// Hold a closure for the function it is handed to (see [`Value::Closure`]).
+    fn hold(&mut self, c: &syn::ExprClosure) -> Value {
+        self.closures.push(Held {
+            closure: std::rc::Rc::new(c.clone()),
+            vars: self.vars.clone(),
+            file: self.file,
+            ran: false,
+        });
+        Value::Closure(self.closures.len() - 1)
+    }
+
+    /// Run a held closure's body with its parameters bound to `args`, in the scope and file
+    /// it was written in; the value of its body.
+    fn run_closure(&mut self, k: usize, args: &[Value]) -> Value {
+        let held = &mut self.closures[k];
+        held.ran = true;
+        let c = held.closure.clone();
+        let vars = held.vars.clone();
+        let saved_vars = std::mem::replace(&mut self.vars, vars);
+        let saved_file = std::mem::replace(&mut self.file, held.file);
+        for (i, p) in c.inputs.iter().enumerate() {
+            self.bind(p, args.get(i).cloned().unwrap_or_default());
+        }
+        let v = self.expr(&c.body);
+        let v = self.or_data(v, &c.body);
+        self.file = saved_file;
+        self.vars = saved_vars;
+        v
+    }
+
+    fn call_with(&mut self, c: &syn::ExprCall, args: Vec<Value>) -> Value {
         let syn::Expr::Path(p) = &*c.func else {
             self.expr(&c.func);
             return Value::None;

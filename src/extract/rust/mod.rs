@@ -894,6 +894,18 @@ enum Value {
     /// A value of a struct of the run that holds a database handle in a field (`Repo { pool:
     /// PgPool }`): its methods reach the handle through `self`, so a call is walked in place.
     Object(std::rc::Rc<str>),
+    /// A closure handed to a function of the run, held until that function calls it (an index
+    /// into [`Walker::closures`]).
+    Closure(usize),
+}
+
+/// A closure held for the function it was handed to: its syntax, the variables it sees and
+/// its file; whether it ran.
+struct Held {
+    closure: std::rc::Rc<syn::ExprClosure>,
+    vars: HashMap<String, Value>,
+    file: usize,
+    ran: bool,
 }
 
 /// Expressions the walker follows into one another before it stops (within [`crate::STACK`]).
@@ -914,6 +926,8 @@ struct Walker<'a, 'w> {
     field_sessions: HashMap<String, Handle>,
     /// Values returned by the functions being walked in place, innermost last.
     returned: Vec<Vec<Value>>,
+    /// Closures handed to functions of the run (see [`Value::Closure`]).
+    closures: Vec<Held>,
     seq: usize,
     message: usize,
     branch: Vec<usize>,

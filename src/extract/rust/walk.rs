@@ -23,6 +23,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             sessions: Vec::new(),
             field_sessions: HashMap::new(),
             returned: Vec::new(),
+            closures: Vec::new(),
             seq: 0,
             message: 0,
             branch: Vec::new(),
