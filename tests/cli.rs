@@ -513,3 +513,36 @@ fn named_files_are_reported_with_the_rest_of_the_project_as_context() {
         )]
     );
 }
+
+#[test]
+fn github_annotations_and_gitlab_code_quality() {
+    let d = Dir::new("ci-formats");
+    d.write("db/q.sql", BAD).write("db/w.sql", WARN);
+    let o = txlint(d.path(), &["check", "--format", "github"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with(
+            "::error file=db/q.sql,line=1,col=8,endLine=1,endColumn=32,title=xact-lock-outside-transaction::"
+        ),
+        "{out}"
+    );
+    // The help is on the same line, its line break escaped.
+    assert!(lines[0].contains("%0Ahelp: "), "{out}");
+    assert!(
+        lines[1].starts_with("::warning file=db/w.sql,line=1,"),
+        "{out}"
+    );
+    let o = txlint(d.path(), &["check", "--format", "gitlab"]);
+    let issues: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let issues = issues.as_array().expect("an array");
+    assert_eq!(issues.len(), 2);
+    assert_eq!(issues[0]["check_name"], "xact-lock-outside-transaction");
+    assert_eq!(issues[0]["severity"], "critical");
+    assert_eq!(issues[0]["location"]["path"], "db/q.sql");
+    assert_eq!(issues[0]["location"]["lines"]["begin"], 1);
+    assert_eq!(issues[1]["severity"], "major");
+    assert_ne!(issues[0]["fingerprint"], issues[1]["fingerprint"]);
+}

@@ -87,7 +87,16 @@ fn sarif_has_what_code_scanning_needs() {
             let text = r[key]["text"].as_str().unwrap();
             assert!(!text.is_empty() && text.len() <= 1024, "{}: {key}", r["id"]);
         }
-        assert!(!r["help"]["text"].as_str().unwrap().is_empty());
+        let help = r["help"]["text"].as_str().unwrap();
+        assert!(!help.is_empty());
+        // The documentation tests' block markers are not shown to users.
+        assert!(
+            !help.contains("expect_diagnostic") && !help.contains(",mode="),
+            "{}",
+            r["id"]
+        );
+        // A name distinct from the id, as SARIF viewers show it.
+        assert_ne!(r["name"], r["id"]);
     }
     let results = run0["results"].as_array().unwrap();
     let first = &results[0];
@@ -192,4 +201,69 @@ fn text_names_rule_file_and_line() {
         last.ends_with(": 2 errors, 0 warnings (1 info note)"),
         "{last}"
     );
+}
+
+/// SARIF from the binary run on files outside its working folder: every URI is relative to
+/// `%SRCROOT%` (declared in `originalUriBaseIds`), the document validates, and past 25,000
+/// results the most severe are kept and the run says how many were left out.
+#[test]
+fn sarif_outside_the_working_folder_is_relative_and_capped() {
+    let base = std::env::temp_dir().join(format!("txlint-sarif-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (work, data) = (base.join("work"), base.join("elsewhere/db"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    // 25,010 errors and one warning (a suppression that suppresses nothing).
+    let many = "SELECT pg_advisory_xact_lock(1);\n".repeat(25_010);
+    std::fs::write(data.join("many.sql"), many).unwrap();
+    std::fs::write(
+        data.join("warn.sql"),
+        "-- txlint: ignore lost-update\nSELECT 1;\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args(["check", "--format", "sarif"])
+        .arg(&data)
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("SARIF");
+    let run0 = &sarif["runs"][0];
+    let root = run0["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        root.starts_with("file:///") && root.ends_with('/'),
+        "{root}"
+    );
+    let results = run0["results"].as_array().unwrap();
+    assert_eq!(results.len(), 25_000);
+    for r in results.iter().take(3).chain(results.last()) {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(
+            !uri.starts_with('/') && !uri.contains(':') && !uri.contains(".."),
+            "{uri}"
+        );
+        assert!(uri.ends_with("elsewhere/db/many.sql"), "{uri}");
+    }
+    // The warning went; errors were kept.
+    assert!(results.iter().all(|r| r["level"] == "error"));
+    let note = &run0["invocations"][0]["toolExecutionNotifications"][0];
+    assert!(
+        note["message"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("11 results were left out"),
+        "{note}"
+    );
+    let validator = jsonschema::validator_for(&sarif_schema()).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .take(5)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let _ = std::fs::remove_dir_all(&base);
 }

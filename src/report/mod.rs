@@ -1,5 +1,7 @@
 //! Reporters: one function per output format, all fed the same [`crate::Run`].
 
+pub mod github;
+pub mod gitlab;
 pub mod graph;
 pub mod json;
 pub mod model;
@@ -18,6 +20,11 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
     Sarif,
+    /// GitHub Actions workflow commands (`::error file=..,line=..::message`): annotations on
+    /// the pull request without code scanning.
+    Github,
+    /// GitLab code quality report (JSON), for `artifacts: reports: codequality`.
+    Gitlab,
 }
 
 /// How the text report is drawn.
@@ -32,6 +39,8 @@ pub fn render(run: &Run, format: Format, style: TextStyle) -> String {
         Format::Text => text::render(run, style),
         Format::Json => json::render(run),
         Format::Sarif => sarif::render(run),
+        Format::Github => github::render(run),
+        Format::Gitlab => gitlab::render(run),
     }
 }
 

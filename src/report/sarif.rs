@@ -13,12 +13,23 @@ use crate::source::Span;
 
 const MAX_DESCRIPTION: usize = 1024;
 
+/// Results GitHub code scanning accepts in one run; past it the most severe are kept.
+pub const MAX_RESULTS: usize = 25_000;
+
 pub fn render(run: &Run) -> String {
     let rules: Vec<Value> = ALL.iter().map(rule).collect();
     let mut seen: HashMap<(String, u64), usize> = HashMap::new();
-    let results: Vec<Value> = run
-        .diagnostics
-        .iter()
+    let root = Root::of(run);
+    // The most severe first when some must go; reported in file order.
+    let mut kept: Vec<&crate::diagnostic::Diagnostic> = run.diagnostics.iter().collect();
+    let dropped = kept.len().saturating_sub(MAX_RESULTS);
+    if dropped > 0 {
+        kept.sort_by_key(|d| std::cmp::Reverse(d.severity));
+        kept.truncate(MAX_RESULTS);
+        kept.sort_by_key(|d| (d.span.file, d.span.start, d.rule));
+    }
+    let results: Vec<Value> = kept
+        .into_iter()
         .map(|d| {
             let index = ALL.iter().position(|r| r.name == d.rule).unwrap_or(0);
             let related: Vec<Value> = d
@@ -26,7 +37,7 @@ pub fn render(run: &Run) -> String {
                 .iter()
                 .enumerate()
                 .map(|(i, l)| {
-                    let mut loc = location(run, l.span);
+                    let mut loc = location(run, &root, l.span);
                     loc["id"] = json!(i);
                     loc["message"] = json!({ "text": l.message });
                     loc
@@ -37,7 +48,7 @@ pub fn render(run: &Run) -> String {
                 "ruleIndex": index,
                 "level": level(d.severity),
                 "message": { "text": message_text(d) },
-                "locations": [location(run, d.span)],
+                "locations": [location(run, &root, d.span)],
                 "partialFingerprints": { "txlint/v1": fingerprint(run, d, &mut seen) },
             });
             if !related.is_empty() {
@@ -56,11 +67,93 @@ pub fn render(run: &Run) -> String {
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
                 "rules": rules,
             }},
+            "originalUriBaseIds": { "%SRCROOT%": { "uri": root.uri } },
             "columnKind": "unicodeCodePoints",
             "results": results,
+            "invocations": [invocation(dropped)],
         }],
     });
     serde_json::to_string_pretty(&sarif).unwrap_or_default() + "\n"
+}
+
+/// The run went through; how many results the cap left out, if any.
+fn invocation(dropped: usize) -> Value {
+    let mut inv = json!({ "executionSuccessful": true });
+    if dropped > 0 {
+        inv["toolExecutionNotifications"] = json!([{
+            "level": "warning",
+            "message": { "text": format!(
+                "{dropped} results were left out: code scanning accepts at most {MAX_RESULTS} per run, and the most severe were kept"
+            ) },
+        }]);
+    }
+    inv
+}
+
+/// The folder every URI is relative to (`%SRCROOT%`; the GitHub and GitLab formats name files
+/// relative to it too): the git repository's top folder above
+/// the working folder (so paths match the checkout wherever txlint runs), else the working
+/// folder; widened to a common ancestor when a file lies outside it.
+pub(crate) struct Root {
+    path: std::path::PathBuf,
+    uri: String,
+}
+
+impl Root {
+    pub(crate) fn of(run: &Run) -> Root {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let mut path = cwd
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .unwrap_or(&cwd)
+            .to_path_buf();
+        for f in &run.program.files {
+            let abs = absolute(&f.path);
+            while !abs.starts_with(&path) {
+                match path.parent() {
+                    Some(p) => path = p.to_path_buf(),
+                    None => break,
+                }
+            }
+        }
+        let mut uri = format!(
+            "file://{}",
+            encode(&path.to_string_lossy().replace('\\', "/"))
+        );
+        if !uri.ends_with('/') {
+            uri.push('/');
+        }
+        Root { path, uri }
+    }
+
+    /// `path` relative to the root, as a URI reference.
+    fn relative(&self, path: &std::path::Path) -> String {
+        encode(&self.display(path))
+    }
+
+    /// `path` relative to the root, with `/` between folders (GitHub annotations and GitLab
+    /// reports name files so).
+    pub(crate) fn display(&self, path: &std::path::Path) -> String {
+        let abs = absolute(path);
+        let rel = abs.strip_prefix(&self.path).unwrap_or(&abs);
+        rel.to_string_lossy().replace('\\', "/")
+    }
+}
+
+/// Absolute and without `.` or `..` steps (the file need not exist).
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn level(s: Severity) -> &'static str {
@@ -84,15 +177,38 @@ fn truncate(s: &str, max: usize) -> String {
 
 fn rule(r: &Rule) -> Value {
     let full = r.section("What it does").unwrap_or_default();
+    // The page's examples are marked for the documentation tests; viewers show plain SQL.
+    let help: String = r
+        .body()
+        .lines()
+        .map(
+            |l| match l.strip_prefix("```").and_then(|info| info.split_once(',')) {
+                Some((lang, _)) => format!("```{lang}\n"),
+                None => format!("{l}\n"),
+            },
+        )
+        .collect();
     json!({
         "id": r.name,
-        "name": r.name,
+        "name": pascal(r.name),
         "shortDescription": { "text": truncate(&r.summary(), MAX_DESCRIPTION) },
         "fullDescription": { "text": truncate(&full.split_whitespace().collect::<Vec<_>>().join(" "), MAX_DESCRIPTION) },
-        "help": { "text": r.body(), "markdown": r.body() },
+        "help": { "text": help, "markdown": help },
         "defaultConfiguration": { "level": level(r.severity) },
         "properties": { "tags": ["concurrency", "sql"] },
     })
+}
+
+/// `lost-update` as SARIF wants a rule's name, distinct from its id: `LostUpdate`.
+fn pascal(id: &str) -> String {
+    id.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// Message with the help appended: code scanning shows only the message on the alert.
@@ -103,7 +219,7 @@ fn message_text(d: &crate::diagnostic::Diagnostic) -> String {
     }
 }
 
-fn location(run: &Run, span: Span) -> Value {
+fn location(run: &Run, root: &Root, span: Span) -> Value {
     let file = &run.program.files[span.file];
     let start = file.line_col(span.start);
     let end = file.line_col(span.end.max(span.start));
@@ -115,7 +231,7 @@ fn location(run: &Run, span: Span) -> Value {
     };
     json!({
         "physicalLocation": {
-            "artifactLocation": { "uri": uri(&file.display), "uriBaseId": "%SRCROOT%" },
+            "artifactLocation": { "uri": root.relative(&file.path), "uriBaseId": "%SRCROOT%" },
             "region": {
                 "startLine": start.line,
                 "startColumn": start.column,
@@ -126,8 +242,8 @@ fn location(run: &Run, span: Span) -> Value {
     })
 }
 
-/// Percent-encode a relative path for a URI reference.
-fn uri(path: &str) -> String {
+/// Percent-encode a path for a URI.
+fn encode(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
@@ -141,7 +257,7 @@ fn uri(path: &str) -> String {
 
 /// Stable across runs and unrelated edits: the rule, the file, the text of the flagged line
 /// (whitespace-folded) and the how-many-th such finding it is.
-fn fingerprint(
+pub(crate) fn fingerprint(
     run: &Run,
     d: &crate::diagnostic::Diagnostic,
     seen: &mut HashMap<(String, u64), usize>,
