@@ -5,6 +5,7 @@
 //! model (`model`) -> rules (`rules`, reading only the model) -> suppressions -> diagnostics,
 //! which `report` prints as text, JSON or SARIF.
 
+pub mod baseline;
 pub mod config;
 pub mod diagnostic;
 pub mod discover;
@@ -47,6 +48,8 @@ pub struct Run {
     /// Files read only as context (the schema, routines, the other side of a lock cycle),
     /// not reported on: the last `context` of the named ones in `program.files`.
     pub context: usize,
+    /// Findings left out because the `--baseline` file has them.
+    pub baselined: usize,
     pub elapsed: Duration,
 }
 
@@ -285,6 +288,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         stats,
         unreadable,
         context: 0,
+        baselined: 0,
         elapsed: start.elapsed(),
     }
 }

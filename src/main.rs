@@ -110,6 +110,17 @@ struct CheckArgs {
     /// file are reported.
     #[arg(long)]
     no_context: bool,
+    /// Report only findings that are not in this baseline file (written by --write-baseline):
+    /// adopt txlint in an existing codebase and fail only on new findings. Findings are matched
+    /// by rule, file and the text of their line, so they survive lines moving.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write every current finding to the --baseline file (replacing it) instead of reporting.
+    #[arg(long, requires = "baseline")]
+    write_baseline: bool,
+    /// Exit 0 even when there are findings (errors in the run itself still exit 2).
+    #[arg(long)]
+    exit_zero: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -277,7 +288,7 @@ fn context_files(named: &[PathBuf], cwd: &Path, config: &Config) -> Vec<PathBuf>
 }
 
 fn check(args: CheckArgs) -> ExitCode {
-    let run = match load(
+    let mut run = match load(
         &args.paths,
         args.config.as_deref(),
         args.force_exclude,
@@ -286,6 +297,34 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(run) => run,
         Err(code) => return code,
     };
+    if let Some(file) = &args.baseline {
+        if args.write_baseline {
+            let text = txlint::baseline::write(&run);
+            return match std::fs::write(file, text) {
+                Ok(()) => {
+                    eprintln!(
+                        "txlint: wrote {} findings to the baseline {}",
+                        run.diagnostics.len(),
+                        file.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(format!("cannot write {}: {e}", file.display())),
+            };
+        }
+        let known = match std::fs::read_to_string(file) {
+            Ok(text) => txlint::baseline::parse(&text)
+                .map_err(|e| format!("{}: not a txlint baseline: {e}", file.display())),
+            Err(e) => Err(format!(
+                "cannot read the baseline {}: {e} (write one with --write-baseline)",
+                file.display()
+            )),
+        };
+        match known {
+            Ok(known) => txlint::baseline::apply(&mut run, &known),
+            Err(e) => return fail(e),
+        }
+    }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let style = TextStyle {
         color: to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
@@ -311,7 +350,7 @@ fn check(args: CheckArgs) -> ExitCode {
         FailOn::Warning => Severity::Warning,
         FailOn::Info => Severity::Info,
     };
-    if run.diagnostics.iter().any(|d| d.severity >= threshold) {
+    if !args.exit_zero && run.diagnostics.iter().any(|d| d.severity >= threshold) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -546,3 +546,44 @@ fn github_annotations_and_gitlab_code_quality() {
     assert_eq!(issues[1]["severity"], "major");
     assert_ne!(issues[0]["fingerprint"], issues[1]["fingerprint"]);
 }
+
+#[test]
+fn a_baseline_hides_known_findings_across_moved_lines_and_shows_new_ones() {
+    let d = Dir::new("baseline");
+    d.write("db/a.sql", &format!("{BAD}{BAD}"));
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "--format", "json"];
+        args.extend_from_slice(extra);
+        txlint(d.path(), &args)
+    };
+    let o = check(&["--baseline", "base.json", "--write-baseline"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("wrote 2 findings to the baseline base.json"));
+    let o = check(&["--baseline", "base.json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["diagnostics"].as_array().unwrap().len(), 0);
+    assert_eq!(v["summary"]["baselined"], 2);
+    // Lines moved down: still known. A third copy of the line is new.
+    d.write("db/a.sql", &format!("-- moved\n\n{BAD}{BAD}{BAD}"));
+    let o = check(&["--baseline", "base.json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let found = v["diagnostics"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["start"]["line"], 5);
+    // --exit-zero reports but does not fail.
+    assert_eq!(check(&["--exit-zero"]).status.code(), Some(0));
+    // A missing or foreign baseline is a usage error that says what to do.
+    let o = check(&["--baseline", "missing.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--write-baseline"), "{}", stderr(&o));
+    d.write("foreign.json", "{\"a\": 1}");
+    let o = check(&["--baseline", "foreign.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a txlint baseline"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -8,11 +8,12 @@ use crate::diagnostic::Severity;
 
 pub fn render(run: &Run) -> String {
     let root = super::sarif::Root::of(run);
-    let mut seen = std::collections::HashMap::new();
+    let prints = super::sarif::fingerprints(run);
     let issues: Vec<Value> = run
         .diagnostics
         .iter()
-        .map(|d| {
+        .zip(prints)
+        .map(|(d, fingerprint)| {
             let file = &run.program.files[d.span.file];
             let start = file.line_col(d.span.start);
             let end = file.line_col(d.span.end.max(d.span.start));
@@ -23,7 +24,7 @@ pub fn render(run: &Run) -> String {
             json!({
                 "description": description,
                 "check_name": d.rule,
-                "fingerprint": super::sarif::fingerprint(run, d, &mut seen),
+                "fingerprint": fingerprint,
                 "severity": match d.severity {
                     Severity::Error => "critical",
                     Severity::Warning => "major",

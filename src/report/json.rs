@@ -58,6 +58,8 @@ struct Summary {
     files: usize,
     /// Files read only as context for them (see `check --no-context`).
     context: usize,
+    /// Findings left out because the `--baseline` file has them.
+    baselined: usize,
     /// Rust files the pre-scan found no SQL or handle in: not parsed.
     skipped: usize,
     statements: usize,
@@ -127,6 +129,7 @@ pub fn render(run: &Run) -> String {
         summary: Summary {
             files: run.program.files.len() - run.context,
             context: run.context,
+            baselined: run.baselined,
             skipped: run.stats.rust_skipped,
             statements: run.stats.statements,
             parsed: run.stats.parsed,

@@ -18,19 +18,20 @@ pub const MAX_RESULTS: usize = 25_000;
 
 pub fn render(run: &Run) -> String {
     let rules: Vec<Value> = ALL.iter().map(rule).collect();
-    let mut seen: HashMap<(String, u64), usize> = HashMap::new();
     let root = Root::of(run);
+    let prints = fingerprints(run);
     // The most severe first when some must go; reported in file order.
-    let mut kept: Vec<&crate::diagnostic::Diagnostic> = run.diagnostics.iter().collect();
+    let mut kept: Vec<usize> = (0..run.diagnostics.len()).collect();
     let dropped = kept.len().saturating_sub(MAX_RESULTS);
     if dropped > 0 {
-        kept.sort_by_key(|d| std::cmp::Reverse(d.severity));
+        kept.sort_by_key(|&i| std::cmp::Reverse(run.diagnostics[i].severity));
         kept.truncate(MAX_RESULTS);
-        kept.sort_by_key(|d| (d.span.file, d.span.start, d.rule));
+        kept.sort_unstable();
     }
     let results: Vec<Value> = kept
         .into_iter()
-        .map(|d| {
+        .map(|i| {
+            let d = &run.diagnostics[i];
             let index = ALL.iter().position(|r| r.name == d.rule).unwrap_or(0);
             let related: Vec<Value> = d
                 .labels
@@ -49,7 +50,7 @@ pub fn render(run: &Run) -> String {
                 "level": level(d.severity),
                 "message": { "text": message_text(d) },
                 "locations": [location(run, &root, d.span)],
-                "partialFingerprints": { "txlint/v1": fingerprint(run, d, &mut seen) },
+                "partialFingerprints": { "txlint/v1": prints[i] },
             });
             if !related.is_empty() {
                 result["relatedLocations"] = json!(related);
@@ -255,20 +256,25 @@ fn encode(path: &str) -> String {
     out
 }
 
-/// Stable across runs and unrelated edits: the rule, the file, the text of the flagged line
-/// (whitespace-folded) and the how-many-th such finding it is.
-pub(crate) fn fingerprint(
-    run: &Run,
-    d: &crate::diagnostic::Diagnostic,
-    seen: &mut HashMap<(String, u64), usize>,
-) -> String {
-    let file = &run.program.files[d.span.file];
-    let line = file.line_text(file.line_col(d.span.start).line);
-    let folded: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
-    let key = fnv1a(format!("{}\0{}\0{}", d.rule, file.display, folded).as_bytes());
-    let n = seen.entry((file.display.clone(), key)).or_insert(0);
-    *n += 1;
-    format!("{key:016x}:{n}")
+/// Stable across runs and unrelated edits: the rule, the file (relative to the [`Root`]), the
+/// text of the flagged line (whitespace-folded) and the how-many-th such finding it is. Also
+/// the key of `--baseline` files.
+pub fn fingerprints(run: &Run) -> Vec<String> {
+    let root = Root::of(run);
+    let mut seen: HashMap<(String, u64), usize> = HashMap::new();
+    run.diagnostics
+        .iter()
+        .map(|d| {
+            let file = &run.program.files[d.span.file];
+            let path = root.display(&file.path);
+            let line = file.line_text(file.line_col(d.span.start).line);
+            let folded: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+            let key = fnv1a(format!("{}\0{path}\0{folded}", d.rule).as_bytes());
+            let n = seen.entry((path, key)).or_insert(0);
+            *n += 1;
+            format!("{key:016x}:{n}")
+        })
+        .collect()
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {

@@ -188,6 +188,12 @@ pub fn summary(run: &Run) -> String {
     if run.context > 0 {
         aside.push(format!("{} more read as context", run.context));
     }
+    if run.baselined > 0 {
+        aside.push(format!(
+            "{} in the baseline, not shown",
+            plural(run.baselined, "finding")
+        ));
+    }
     if s.rust_skipped > 0 {
         aside.push(format!(
             "{} with no SQL or handle, not parsed",
