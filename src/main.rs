@@ -121,6 +121,18 @@ struct CheckArgs {
     /// Exit 0 even when there are findings (errors in the run itself still exit 2).
     #[arg(long)]
     exit_zero: bool,
+    /// Report only these rules (comma-separated names, as `txlint rules` lists them).
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    select: Vec<String>,
+    /// Do not report these rules (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    ignore: Vec<String>,
+    /// Print how many findings each rule made instead of the findings.
+    #[arg(long)]
+    statistics: bool,
+    /// Print the findings only: no summary line.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -156,52 +168,52 @@ fn main() -> ExitCode {
             format,
             config,
         } => match load(&paths, config.as_deref(), false, false) {
-            Ok(run) => {
-                print!("{}", report::graph::render(&run, format));
-                ExitCode::SUCCESS
-            }
+            Ok(run) => emit(&report::graph::render(&run, format)),
             Err(code) => code,
         },
         Command::Schema { paths, config } => match load(&paths, config.as_deref(), false, false) {
-            Ok(run) => {
-                print!("{}", report::schema::render(&run));
-                ExitCode::SUCCESS
-            }
+            Ok(run) => emit(&report::schema::render(&run)),
             Err(code) => code,
         },
         Command::Model { paths, config } => match load(&paths, config.as_deref(), false, false) {
-            Ok(run) => {
-                print!("{}", report::model::render(&run));
-                ExitCode::SUCCESS
-            }
+            Ok(run) => emit(&report::model::render(&run)),
             Err(code) => code,
         },
         Command::Rules { markdown } => {
             if markdown {
-                print!("{}", rules::index_markdown());
-            } else {
-                let width = rules::ALL.iter().map(|r| r.name.len()).max().unwrap_or(0);
-                for r in rules::ALL {
-                    println!(
-                        "{:width$}  {:7}  {}",
+                return emit(&rules::index_markdown());
+            }
+            let width = rules::ALL.iter().map(|r| r.name.len()).max().unwrap_or(0);
+            let list: String = rules::ALL
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{:width$}  {:7}  {}\n",
                         r.name,
                         r.severity.as_str(),
                         r.summary()
-                    );
-                }
-            }
-            ExitCode::SUCCESS
+                    )
+                })
+                .collect();
+            emit(&list)
         }
         Command::Explain { rule } => match rules::find(&rule) {
-            Some(r) => {
-                print!("{}", r.doc);
-                ExitCode::SUCCESS
-            }
+            Some(r) => emit(r.doc),
             None => {
                 eprintln!("txlint: unknown rule `{rule}`; `txlint rules` lists the rules");
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Print to standard output; a closed pipe (`txlint model | head -1`) or a full disk is a
+/// message and exit 2, not a panic.
+fn emit(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(format!("cannot write the output: {e}")),
     }
 }
 
@@ -325,12 +337,27 @@ fn check(args: CheckArgs) -> ExitCode {
             Err(e) => return fail(e),
         }
     }
+    for name in args.select.iter().chain(&args.ignore) {
+        if rules::find(name).is_none() {
+            return fail(format!(
+                "unknown rule `{name}`; `txlint rules` lists the rules"
+            ));
+        }
+    }
+    run.diagnostics.retain(|d| {
+        (args.select.is_empty() || args.select.iter().any(|r| r == d.rule))
+            && !args.ignore.iter().any(|r| r == d.rule)
+    });
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let style = TextStyle {
         color: to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         width: if to_terminal { terminal_width() } else { 100 },
     };
-    let rendered = report::render(&run, args.format, style);
+    let rendered = match (args.statistics, args.format) {
+        (true, _) => statistics(&run),
+        (false, Format::Text) if args.quiet => report::text::render_findings(&run, style),
+        (false, format) => report::render(&run, format, style),
+    };
     let written = match &args.output {
         Some(path) => std::fs::write(path, &rendered)
             .map_err(|e| format!("cannot write {}: {e}", path.display())),
@@ -342,7 +369,7 @@ fn check(args: CheckArgs) -> ExitCode {
     if let Err(e) = written {
         return fail(e);
     }
-    if args.output.is_some() || args.format != Format::Text {
+    if !args.quiet && (args.output.is_some() || args.format != Format::Text || args.statistics) {
         eprintln!("{}", report::text::summary(&run));
     }
     let threshold = match args.fail_on {
@@ -355,6 +382,22 @@ fn check(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `--statistics`: findings per rule, most first: count, rule, its severity.
+fn statistics(run: &txlint::Run) -> String {
+    let mut counts: Vec<(usize, &str, Severity)> = Vec::new();
+    for d in &run.diagnostics {
+        match counts.iter_mut().find(|(_, r, _)| *r == d.rule) {
+            Some(c) => c.0 += 1,
+            None => counts.push((1, d.rule, d.severity)),
+        }
+    }
+    counts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    counts
+        .iter()
+        .map(|(n, rule, severity)| format!("{n:>6}  {rule}  {}\n", severity.as_str()))
+        .collect()
 }
 
 fn terminal_width() -> usize {

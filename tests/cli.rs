@@ -587,3 +587,69 @@ fn a_baseline_hides_known_findings_across_moved_lines_and_shows_new_ones() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_closed_pipe_is_a_message_not_a_panic() {
+    use std::io::BufRead;
+    let d = Dir::new("pipe");
+    d.write(
+        "many.sql",
+        &"UPDATE t SET a = 1 WHERE id = 2;\n".repeat(5_000),
+    );
+    for cmd in ["model", "graph"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
+            .args([cmd, "many.sql"])
+            .current_dir(d.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one line, then close the pipe, as `| head -1` does.
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if cmd == "model" {
+            assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+            assert!(err.contains("cannot write the output"), "{cmd}: {err}");
+        }
+        assert!(!err.contains("panicked"), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn select_ignore_statistics_and_quiet() {
+    let d = Dir::new("select");
+    d.write("a.sql", &format!("{BAD}{BAD}"))
+        .write("w.sql", WARN);
+    let o = txlint(d.path(), &["check", "--statistics"]);
+    assert_eq!(
+        stdout(&o),
+        "     2  xact-lock-outside-transaction  error\n     1  unused-suppression  warning\n"
+    );
+    assert!(stderr(&o).starts_with("checked 2 files"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1));
+    let o = txlint(
+        d.path(),
+        &["check", "--statistics", "--select", "unused-suppression"],
+    );
+    assert_eq!(stdout(&o), "     1  unused-suppression  warning\n");
+    let o = txlint(
+        d.path(),
+        &[
+            "check",
+            "--ignore",
+            "xact-lock-outside-transaction,unused-suppression",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = txlint(d.path(), &["check", "--select", "no-such-rule"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown rule `no-such-rule`"));
+    // --quiet: the findings, no summary line anywhere.
+    let o = txlint(d.path(), &["check", "--quiet"]);
+    assert!(stdout(&o).contains("xact-lock-outside-transaction"));
+    assert!(!stdout(&o).contains("checked ") && !stderr(&o).contains("checked "));
+}
