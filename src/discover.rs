@@ -124,6 +124,32 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
     out
 }
 
+/// The project's other files, read as context for the named ones: everything the
+/// configuration includes under its folder (or, without a txlint.toml, under the git
+/// repository's top folder); nothing outside a project.
+pub fn context_of(named: &[PathBuf], cwd: &Path, config: &Config) -> Vec<PathBuf> {
+    let root = match &config.path {
+        Some(_) => Some(config.root.clone()),
+        None => cwd
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .map(Path::to_path_buf),
+    };
+    let Some(root) = root else {
+        return Vec::new();
+    };
+    let canonical = |p: &Path| {
+        let p = cwd.join(p);
+        p.canonicalize().unwrap_or(p)
+    };
+    let named: std::collections::HashSet<PathBuf> = named.iter().map(|p| canonical(p)).collect();
+    discover(&[root], cwd, config, true)
+        .files
+        .into_iter()
+        .filter(|f| !named.contains(&canonical(f)))
+        .collect()
+}
+
 /// Where a walk error happened and what it was, in a user's words.
 fn walk_error(root: &Path, e: &ignore::Error) -> (PathBuf, String) {
     fn inner(e: &ignore::Error) -> (Option<PathBuf>, String) {

@@ -80,11 +80,30 @@ pub fn check_in_context(
     cwd: &Path,
     config: &Config,
 ) -> Run {
+    check_with(Vec::new(), paths, context, errors, cwd, config)
+}
+
+/// Lint a document an editor has open (its text may not be saved) with `context`, the rest of
+/// the project, read from disk and not reported on (as [`check_in_context`]).
+pub fn check_document(doc: SourceFile, context: &[PathBuf], cwd: &Path, config: &Config) -> Run {
+    check_with(vec![doc], &[], context, &[], cwd, config)
+}
+
+/// `open` files (in memory) and `paths` are reported on, `context` is read beside them.
+fn check_with(
+    open: Vec<SourceFile>,
+    paths: &[PathBuf],
+    context: &[PathBuf],
+    errors: &[(PathBuf, String)],
+    cwd: &Path,
+    config: &Config,
+) -> Run {
     let start = Instant::now();
-    let named = errors.len() + paths.len();
+    let named = open.len() + errors.len() + paths.len();
     let all = named + context.len();
     let paths: Vec<&PathBuf> = paths.iter().chain(context).collect();
-    let mut files = Vec::with_capacity(all);
+    let mut files = open;
+    files.reserve(all);
     let mut early = Vec::new();
     let mut unreadable = 0;
     for (path, why) in errors {

@@ -283,7 +283,12 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
     if !kind {
         return Vec::new();
     }
-    let folder = path.parent().filter(|p| p.is_dir()).unwrap_or(cwd);
+    let folder = path
+        .parent()
+        .filter(|p| p.is_dir())
+        .unwrap_or(cwd)
+        .to_path_buf();
+    let folder = folder.as_path();
     let config = match Config::discover(folder, None) {
         Ok(c) => c,
         Err(e) => {
@@ -300,27 +305,51 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
         return Vec::new();
     }
     let display = crate::display_path(&path, cwd);
-    let run = crate::check_files(
-        vec![SourceFile::new(path, display, text.to_string())],
-        &config,
-    );
+    // The rest of the project is context, as for `txlint check` on named files: its schema,
+    // routines and the other side of a lock cycle count; only this document is reported on.
+    let context = match on_disk {
+        true => crate::discover::context_of(std::slice::from_ref(&path), folder, &config),
+        false => Vec::new(),
+    };
+    let doc = SourceFile::new(path, display, text.to_string());
+    let run = crate::check_document(doc, &context, folder, &config);
     let file = &run.program.files[0];
     run.diagnostics
         .iter()
-        .filter(|d| d.span.file == 0)
-        .map(|d| {
-            let related: Vec<Value> = d
-                .labels
-                .iter()
-                .filter(|l| l.span.file == 0)
-                .map(|l| json!({ "location": { "uri": uri, "range": range(file, l.span, utf8) }, "message": l.message }))
+        // A finding elsewhere in the project that involves this document (the other side of a
+        // cycle) is shown at its label here.
+        .filter_map(|d| {
+            let here = std::iter::once(d.span)
+                .chain(d.labels.iter().map(|l| l.span))
+                .find(|s| s.file == 0)?;
+            Some((d, here))
+        })
+        .map(|(d, here)| {
+            // The finding's own place, when it is in another file, then its labels.
+            let primary = (here != d.span).then(|| (d.span, "the finding".to_string()));
+            let related: Vec<Value> = primary
+                .into_iter()
+                .chain(d.labels.iter().map(|l| (l.span, l.message.clone())))
+                .filter(|(span, _)| *span != here)
+                .map(|(span, message)| {
+                    let (at, uri) = match span.file {
+                        0 => (file, uri.to_string()),
+                        n => {
+                            let f = &run.program.files[n];
+                            let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
+                            let abs = abs.to_string_lossy().replace('\\', "/");
+                            (f, format!("file://{}", crate::report::sarif::encode(&abs)))
+                        }
+                    };
+                    json!({ "location": { "uri": uri, "range": range(at, span, utf8) }, "message": message })
+                })
                 .collect();
             let message = match &d.help {
                 Some(h) => format!("{}\nhelp: {h}", d.message),
                 None => d.message.clone(),
             };
             json!({
-                "range": range(file, d.span, utf8),
+                "range": range(file, here, utf8),
                 "severity": match d.severity {
                     Severity::Error => 1,
                     Severity::Warning => 2,

@@ -256,7 +256,7 @@ fn load(
         )));
     }
     let context = match context && paths.iter().all(|p| p.is_file()) {
-        true => context_files(&found.files, &cwd, &config),
+        true => discover::context_of(&found.files, &cwd, &config),
         false => Vec::new(),
     };
     let run = txlint::check_in_context(&found.files, &context, &found.errors, &cwd, &config);
@@ -271,32 +271,6 @@ fn load(
         return Err(fail("none of the files could be read".to_string()));
     }
     Ok(run)
-}
-
-/// The project's other files, read as context for the named ones: everything the
-/// configuration includes under its folder (or, without a txlint.toml, under the git
-/// repository's top folder); nothing outside a project.
-fn context_files(named: &[PathBuf], cwd: &Path, config: &Config) -> Vec<PathBuf> {
-    let root = match &config.path {
-        Some(_) => Some(config.root.clone()),
-        None => cwd
-            .ancestors()
-            .find(|d| d.join(".git").exists())
-            .map(Path::to_path_buf),
-    };
-    let Some(root) = root else {
-        return Vec::new();
-    };
-    let canonical = |p: &Path| {
-        let p = cwd.join(p);
-        p.canonicalize().unwrap_or(p)
-    };
-    let named: std::collections::HashSet<PathBuf> = named.iter().map(|p| canonical(p)).collect();
-    discover::discover(&[root], cwd, config, true)
-        .files
-        .into_iter()
-        .filter(|f| !named.contains(&canonical(f)))
-        .collect()
 }
 
 fn check(args: CheckArgs) -> ExitCode {

@@ -169,46 +169,111 @@ fn survives_malformed_messages() {
     assert!(out.status.success(), "{stderr}");
 }
 
+/// A server for the folder `dir`, initialized.
+fn serve_in(dir: &std::path::Path) -> (Connection, std::thread::JoinHandle<Result<(), String>>) {
+    let (server, client) = Connection::memory();
+    let cwd = dir.to_path_buf();
+    let handle = std::thread::spawn(move || txlint::lsp::serve(&server, &cwd));
+    client
+        .sender
+        .send(
+            Request::new(
+                RequestId::from(1),
+                "initialize".into(),
+                json!({ "capabilities": {} }),
+            )
+            .into(),
+        )
+        .unwrap();
+    let _ = client.receiver.recv_timeout(Duration::from_secs(20));
+    client
+        .sender
+        .send(Notification::new("initialized".into(), json!({})).into())
+        .unwrap();
+    (client, handle)
+}
+
+/// Open `dir/name` (written to disk too) and wait for its diagnostics.
+fn open(
+    client: &Connection,
+    dir: &std::path::Path,
+    name: &str,
+    language: &str,
+    text: &str,
+) -> Vec<Value> {
+    let uri = format!("file://{}", dir.join(name).display());
+    std::fs::write(dir.join(name), text).unwrap();
+    client
+        .sender
+        .send(Notification::new(
+            "textDocument/didOpen".into(),
+            json!({ "textDocument": { "uri": uri, "languageId": language, "version": 1, "text": text } }),
+        ).into())
+        .unwrap();
+    let d = next_diagnostics(client);
+    assert_eq!(d["uri"], uri);
+    d["diagnostics"].as_array().unwrap().clone()
+}
+
+fn stop(client: Connection, handle: std::thread::JoinHandle<Result<(), String>>) {
+    client
+        .sender
+        .send(Request::new(RequestId::from(2), "shutdown".into(), json!(null)).into())
+        .unwrap();
+    client
+        .sender
+        .send(Notification::new("exit".into(), json!(null)).into())
+        .unwrap();
+    assert_eq!(handle.join().unwrap(), Ok(()));
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("txlint-lsp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Only the documents a run would read get diagnostics: not Markdown or TOML, not a file the
 /// configuration excludes; a `.sql` file beside them does.
 #[test]
 fn lints_only_sql_and_rust_files_the_configuration_includes() {
-    let dir = std::env::temp_dir().join(format!("txlint-lsp-select-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = scratch("select");
     std::fs::create_dir_all(dir.join("vendor")).unwrap();
     std::fs::write(dir.join("txlint.toml"), "exclude = [\"vendor\"]\n").unwrap();
-    let (server, client) = Connection::memory();
-    let cwd = dir.clone();
-    let handle = std::thread::spawn(move || txlint::lsp::serve(&server, &cwd));
-    let send = |m: Message| client.sender.send(m).unwrap();
-    send(
-        Request::new(
-            RequestId::from(1),
-            "initialize".into(),
-            json!({ "capabilities": {} }),
-        )
-        .into(),
-    );
-    let _ = client.receiver.recv_timeout(Duration::from_secs(20));
-    send(Notification::new("initialized".into(), json!({})).into());
+    let (client, handle) = serve_in(&dir);
     let bad = "SELECT pg_advisory_xact_lock(1);\n";
-    let open = |name: &str, language: &str| {
-        let uri = format!("file://{}", dir.join(name).display());
-        std::fs::write(dir.join(name), bad).unwrap();
-        send(Notification::new(
-            "textDocument/didOpen".into(),
-            json!({ "textDocument": { "uri": uri, "languageId": language, "version": 1, "text": bad } }),
-        ).into());
-        let d = next_diagnostics(&client);
-        assert_eq!(d["uri"], uri);
-        d["diagnostics"].as_array().unwrap().len()
-    };
-    assert_eq!(open("README.md", "markdown"), 0);
-    assert_eq!(open("Cargo.toml", "toml"), 0);
-    assert_eq!(open("vendor/q.sql", "sql"), 0);
-    assert_eq!(open("q.sql", "sql"), 1);
-    send(Request::new(RequestId::from(2), "shutdown".into(), json!(null)).into());
-    send(Notification::new("exit".into(), json!(null)).into());
-    assert_eq!(handle.join().unwrap(), Ok(()));
+    assert_eq!(open(&client, &dir, "README.md", "markdown", bad).len(), 0);
+    assert_eq!(open(&client, &dir, "Cargo.toml", "toml", bad).len(), 0);
+    assert_eq!(open(&client, &dir, "vendor/q.sql", "sql", bad).len(), 0);
+    assert_eq!(open(&client, &dir, "q.sql", "sql", bad).len(), 1);
+    stop(client, handle);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The rest of the workspace is context for the open document: a lock cycle with a file on
+/// disk is reported on the document, with the other side as related information; a finding
+/// only in the other file is not.
+#[test]
+fn the_workspace_is_context_for_the_open_document() {
+    let dir = scratch("context");
+    std::fs::write(dir.join("txlint.toml"), "").unwrap();
+    std::fs::write(
+        dir.join("b.sql"),
+        "BEGIN;\nUPDATE ledger SET n = 2 WHERE id = 1;\nUPDATE accounts SET n = 2 WHERE id = 1;\nCOMMIT;\nSELECT pg_advisory_xact_lock(1);\n",
+    )
+    .unwrap();
+    let (client, handle) = serve_in(&dir);
+    let a = "BEGIN;\nUPDATE accounts SET n = 1 WHERE id = 1;\nUPDATE ledger SET n = 1 WHERE id = 1;\nCOMMIT;\n";
+    let found = open(&client, &dir, "a.sql", "sql", a);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["code"], "lock-order-inversion");
+    let related = found[0]["relatedInformation"].as_array().unwrap();
+    let b_uri = format!("file://{}", dir.join("b.sql").display());
+    assert!(
+        related.iter().any(|r| r["location"]["uri"] == b_uri),
+        "{related:#?}"
+    );
+    stop(client, handle);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -244,7 +244,7 @@ fn location(run: &Run, root: &Root, span: Span) -> Value {
 }
 
 /// Percent-encode a path for a URI.
-fn encode(path: &str) -> String {
+pub(crate) fn encode(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
