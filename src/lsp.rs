@@ -135,6 +135,10 @@ pub fn read_message(
 }
 
 /// Serve until the client shuts down.
+/// What [`serve`] returns when the client ends it with `exit` before `shutdown`: the process
+/// then exits with status 1, as the protocol asks.
+pub const EXIT_WITHOUT_SHUTDOWN: &str = "the client sent `exit` without `shutdown`";
+
 pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
     let utf8 = params["capabilities"]["general"]["positionEncodings"]
@@ -144,6 +148,7 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         "capabilities": {
             "positionEncoding": if utf8 { "utf-8" } else { "utf-16" },
             "textDocumentSync": { "openClose": true, "change": 1, "save": { "includeText": true } },
+            "codeActionProvider": { "codeActionKinds": ["quickfix"] },
         },
         "serverInfo": { "name": "txlint", "version": env!("CARGO_PKG_VERSION") },
     });
@@ -169,6 +174,8 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                     } else if req.method == "shutdown" {
                         shut_down = true;
                         Response::new_ok(req.id, ())
+                    } else if req.method == "textDocument/codeAction" {
+                        Response::new_ok(req.id, code_actions(&req.params, &docs))
                     } else {
                         Response::new_err(
                             req.id,
@@ -181,7 +188,7 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                 Message::Notification(n) if n.method == "exit" => {
                     return match shut_down {
                         true => Ok(()),
-                        false => Err("the client sent `exit` without `shutdown`".to_string()),
+                        false => Err(EXIT_WITHOUT_SHUTDOWN.to_string()),
                     };
                 }
                 Message::Notification(n) => {
@@ -231,6 +238,54 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Quick fixes for txlint's diagnostics in the request: a suppression comment on the line
+/// above the finding (indented as it is), or at the top of the file for the whole file.
+fn code_actions(params: &Value, docs: &HashMap<String, (String, String)>) -> Value {
+    let Some(uri) = params["textDocument"]["uri"].as_str() else {
+        return json!([]);
+    };
+    let Some((text, language)) = docs.get(uri) else {
+        return json!([]);
+    };
+    let rust = language == "rust" || uri.ends_with(".rs");
+    let marker = if rust { "//" } else { "--" };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut actions = Vec::new();
+    let diagnostics = params["context"]["diagnostics"].as_array();
+    for d in diagnostics.into_iter().flatten() {
+        if d["source"] != "txlint" {
+            continue;
+        }
+        let Some(rule) = d["code"].as_str() else {
+            continue;
+        };
+        let line = d["range"]["start"]["line"].as_u64().unwrap_or(0) as usize;
+        let indent: String = lines
+            .get(line)
+            .map(|l| l.chars().take_while(|c| c.is_whitespace()).collect())
+            .unwrap_or_default();
+        let insert = |at: usize, new_text: String| {
+            json!({ "changes": { uri: [{
+                "range": { "start": { "line": at, "character": 0 }, "end": { "line": at, "character": 0 } },
+                "newText": new_text,
+            }] } })
+        };
+        actions.push(json!({
+            "title": format!("Suppress {rule} on this line"),
+            "kind": "quickfix",
+            "diagnostics": [d],
+            "edit": insert(line, format!("{indent}{marker} txlint: ignore {rule}\n")),
+        }));
+        actions.push(json!({
+            "title": format!("Suppress {rule} in this file"),
+            "kind": "quickfix",
+            "diagnostics": [d],
+            "edit": insert(0, format!("{marker} txlint: ignore-file {rule}\n")),
+        }));
+    }
+    json!(actions)
 }
 
 fn send(connection: &Connection, msg: Message) -> Result<(), String> {

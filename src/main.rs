@@ -160,6 +160,10 @@ fn main() -> ExitCode {
             }
             match served {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e == txlint::lsp::EXIT_WITHOUT_SHUTDOWN => {
+                    eprintln!("txlint: language server: {e}");
+                    ExitCode::from(1)
+                }
                 Err(e) => fail(format!("language server: {e}")),
             }
         }

@@ -277,3 +277,121 @@ fn the_workspace_is_context_for_the_open_document() {
     stop(client, handle);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `exit` without `shutdown` ends the process with status 1; after `shutdown`, with 0.
+#[test]
+fn exit_status_follows_the_protocol() {
+    use std::io::Write;
+    fn frame(v: &Value) -> Vec<u8> {
+        let b = v.to_string();
+        format!("Content-Length: {}\r\n\r\n{b}", b.len()).into_bytes()
+    }
+    for (shutdown, status) in [(false, 1), (true, 0)] {
+        let mut input = frame(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+        );
+        input.extend(frame(
+            &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        ));
+        if shutdown {
+            input.extend(frame(
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+            ));
+        }
+        input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
+            .arg("lsp")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("txlint lsp");
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "shutdown first: {shutdown}"
+        );
+    }
+}
+
+/// The quick fixes insert suppression comments that txlint honours: applied, the finding goes.
+#[test]
+fn code_actions_suppress_on_the_line_or_in_the_file() {
+    let dir = scratch("actions");
+    let (client, handle) = serve_in(&dir);
+    let text = "SELECT 1;\n  SELECT pg_advisory_xact_lock(1);\n";
+    let found = open(&client, &dir, "q.sql", "sql", text);
+    assert_eq!(found.len(), 1);
+    let uri = format!("file://{}", dir.join("q.sql").display());
+    client
+        .sender
+        .send(
+            Request::new(
+                RequestId::from(7),
+                "textDocument/codeAction".into(),
+                json!({ "textDocument": { "uri": uri }, "range": found[0]["range"], "context": { "diagnostics": found } }),
+            )
+            .into(),
+        )
+        .unwrap();
+    let actions = loop {
+        match client
+            .receiver
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap()
+        {
+            Message::Response(r) if r.id == RequestId::from(7) => break r.response_result.unwrap(),
+            _ => continue,
+        }
+    };
+    let actions = actions.as_array().unwrap();
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Suppress xact-lock-outside-transaction on this line",
+            "Suppress xact-lock-outside-transaction in this file"
+        ]
+    );
+    for (i, action) in actions.iter().enumerate() {
+        let edit = &action["edit"]["changes"][&uri][0];
+        let at = edit["range"]["start"]["line"].as_u64().unwrap() as usize;
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.insert(
+            at,
+            edit["newText"]
+                .as_str()
+                .unwrap()
+                .trim_end_matches('\n')
+                .to_string(),
+        );
+        let fixed = lines.join("\n") + "\n";
+        if i == 0 {
+            assert_eq!(
+                fixed,
+                "SELECT 1;\n  -- txlint: ignore xact-lock-outside-transaction\n  SELECT pg_advisory_xact_lock(1);\n"
+            );
+        }
+        client
+            .sender
+            .send(Notification::new(
+                "textDocument/didChange".into(),
+                json!({ "textDocument": { "uri": uri, "version": 2 + i }, "contentChanges": [{ "text": fixed }] }),
+            ).into())
+            .unwrap();
+        let d = next_diagnostics(&client);
+        assert_eq!(
+            d["diagnostics"].as_array().unwrap().len(),
+            0,
+            "{}: {d}",
+            titles[i]
+        );
+    }
+    stop(client, handle);
+    let _ = std::fs::remove_dir_all(&dir);
+}
