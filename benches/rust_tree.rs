@@ -54,21 +54,12 @@ fn main() {
         .iter()
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .sum();
-    let (read, syn) = floors(&files);
-    println!(
-        "floors on one copy ({} crates of {}, {} files, {:.1} MB): read {read:.2} s, syn::parse_file {syn:.2} s (one core)",
-        crates.len(),
-        tree.display(),
-        files.len(),
-        bytes as f64 / 1e6
-    );
+    // txlint runs first: a child's peak memory counts what it inherited from this process at
+    // the fork, so the floors (which hold every file's text) are measured after.
     let scratch = std::env::temp_dir().join(format!("txlint-rust-tree-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
-    println!(
-        "{:>6} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8}  summary",
-        "copies", "MB", "wall s", "cpu s", "cpu/syn", "peak MB", "x input"
-    );
     let mut points: Vec<Point> = Vec::new();
+    let mut summaries = Vec::new();
     for copies in COPIES {
         let dir = scratch.join(format!("x{copies}"));
         for c in 0..copies {
@@ -78,16 +69,31 @@ fn main() {
             }
         }
         let (wall, cpu, peak, summary) = run_txlint(&dir);
-        let input = bytes * copies as u64;
+        points.push((copies as f64, wall, cpu, peak as f64));
+        summaries.push(summary);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let (read, syn) = floors(&files);
+    println!(
+        "floors on one copy ({} crates of {}, {} files, {:.1} MB): read {read:.2} s, syn::parse_file {syn:.2} s (one core)",
+        crates.len(),
+        tree.display(),
+        files.len(),
+        bytes as f64 / 1e6
+    );
+    println!(
+        "{:>6} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8}  summary",
+        "copies", "MB", "wall s", "cpu s", "cpu/syn", "peak MB", "x input"
+    );
+    for (&(copies, wall, cpu, peak), summary) in points.iter().zip(&summaries) {
+        let input = bytes as f64 * copies;
         println!(
             "{copies:>6} {:>7.1} {wall:>7.2} {cpu:>7.2} {:>8.2} {:>8.1} {:>8.1}  {summary}",
-            input as f64 / 1e6,
-            cpu / (syn * copies as f64),
-            peak as f64 / 1e6,
-            peak as f64 / input as f64,
+            input / 1e6,
+            cpu / (syn * copies),
+            peak / 1e6,
+            peak / input,
         );
-        points.push((copies as f64, wall, cpu, peak as f64));
-        let _ = std::fs::remove_dir_all(&dir);
     }
     let _ = std::fs::remove_dir_all(&scratch);
     let fit = |f: &dyn Fn(&Point) -> f64| {

@@ -11,6 +11,31 @@ use crate::diagnostic::Severity;
 
 pub const FILE_NAME: &str = "txlint.toml";
 
+/// What `txlint init` writes: the annotated example of docs/configuration.md (so the two never
+/// disagree), every setting commented out, so that the file means the defaults.
+pub fn starter() -> String {
+    const DOC: &str = include_str!("../docs/configuration.md");
+    let example = DOC
+        .split_once("```toml\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map_or("", |(block, _)| block);
+    let mut out = String::from(
+        "# txlint configuration (docs/configuration.md). Every setting below is commented out:\n\
+         # as it is, this file means the defaults. Uncomment what you need.\n\n",
+    );
+    for line in example.lines() {
+        match line.is_empty() || line.starts_with('#') {
+            true => out += line,
+            false => {
+                out += "# ";
+                out += line;
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 pub use crate::source::Dialect;
 
 /// How the statements of a `.sql` file reach the database.

@@ -74,6 +74,13 @@ enum Command {
     },
     /// Serve diagnostics to an editor over the Language Server Protocol on stdin/stdout.
     Lsp,
+    /// Write a txlint.toml in the current folder with every setting, commented out (the
+    /// defaults), each with what it does.
+    Init {
+        /// Replace a txlint.toml that is already there.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print a rule's documentation.
     Explain {
         /// Rule name, as `txlint rules` lists it.
@@ -146,6 +153,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check(args),
+        Command::Init { force } => {
+            let path = Path::new(txlint::config::FILE_NAME);
+            if path.exists() && !force {
+                return fail(format!(
+                    "{} is already there (--force replaces it)",
+                    path.display()
+                ));
+            }
+            match std::fs::write(path, txlint::config::starter()) {
+                Ok(()) => {
+                    eprintln!(
+                        "txlint: wrote {}: every setting is commented out, the defaults",
+                        path.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(format!("cannot write {}: {e}", path.display())),
+            }
+        }
         Command::Lsp => {
             let cwd = std::env::current_dir().unwrap_or_default();
             let (connection, io) = txlint::lsp::stdio();

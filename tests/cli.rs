@@ -653,3 +653,38 @@ fn select_ignore_statistics_and_quiet() {
     assert!(stdout(&o).contains("xact-lock-outside-transaction"));
     assert!(!stdout(&o).contains("checked ") && !stderr(&o).contains("checked "));
 }
+
+#[test]
+fn init_writes_a_commented_configuration_that_means_the_defaults() {
+    let d = Dir::new("init");
+    let o = txlint(d.path(), &["init"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(d.path().join("txlint.toml")).unwrap();
+    // Every documented setting is there, commented out.
+    for key in [
+        "# dialect",
+        "# include = ",
+        "# exclude = ",
+        "# pool_mode",
+        "# [rust]",
+        "# [[overrides]]",
+        "# [rules]",
+    ] {
+        assert!(text.contains(key), "{key} missing:\n{text}");
+    }
+    assert!(
+        text.lines().all(|l| l.is_empty() || l.starts_with('#')),
+        "{text}"
+    );
+    // It parses, and a run with it behaves as without it.
+    d.write("a.sql", BAD);
+    assert_eq!(txlint(d.path(), &["check"]).status.code(), Some(1));
+    // A second init refuses to replace it; --force does.
+    let o = txlint(d.path(), &["init"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--force"));
+    assert_eq!(
+        txlint(d.path(), &["init", "--force"]).status.code(),
+        Some(0)
+    );
+}
