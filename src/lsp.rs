@@ -18,6 +18,24 @@ use crate::source::{SourceFile, Span};
 /// Largest message body read (a `Content-Length` above it is refused, not allocated).
 const MAX_MESSAGE: usize = 256 * 1024 * 1024;
 
+/// Sent by [`finish`] to the writer thread of [`stdio`]: everything before it is written, then
+/// the writer ends.
+const STOP: &str = "$/txlint/stop";
+
+/// End a [`stdio`] connection: write what the server sent, then let the process exit (the
+/// reader may still wait on stdin; it ends with the process).
+pub fn finish(connection: Connection, io: Vec<std::thread::JoinHandle<()>>) {
+    let _ = connection
+        .sender
+        .send(Notification::new(STOP.to_string(), Value::Null).into());
+    drop(connection);
+    let mut io = io.into_iter();
+    let _reader = io.next();
+    if let Some(writer) = io.next() {
+        let _ = writer.join();
+    }
+}
+
 /// The server's end of a connection over stdin and stdout, with the threads that move the
 /// bytes. Unlike lsp-server's own transport, a malformed message (a bad header, a bad
 /// `Content-Length`, invalid JSON) is logged on stderr and skipped: one client bug does not end
@@ -52,6 +70,11 @@ pub fn stdio() -> (Connection, Vec<std::thread::JoinHandle<()>>) {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         for msg in receiver {
+            // The reader keeps a sender for its answers, so the channel never closes on its
+            // own while the client holds stdin open: the server's last word is `STOP`.
+            if matches!(&msg, Message::Notification(n) if n.method == STOP) {
+                return;
+            }
             if msg.write(&mut out).is_err() {
                 return;
             }

@@ -176,14 +176,7 @@ fn main() -> ExitCode {
             let cwd = std::env::current_dir().unwrap_or_default();
             let (connection, io) = txlint::lsp::stdio();
             let served = txlint::lsp::serve(&connection, &cwd);
-            drop(connection);
-            // The writer sends what is left and ends; the reader may wait on input that never
-            // comes, and ends with the process.
-            let mut io = io.into_iter();
-            let _reader = io.next();
-            if let Some(writer) = io.next() {
-                let _ = writer.join();
-            }
+            txlint::lsp::finish(connection, io);
             match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) if e == txlint::lsp::EXIT_WITHOUT_SHUTDOWN => {

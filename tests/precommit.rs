@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// `pre-commit`: `$TXLINT_PRE_COMMIT`, else on PATH, else installed into a virtualenv under
-/// the target folder (once).
+mod common;
+
+/// `pre-commit`: `$TXLINT_PRE_COMMIT`, else on PATH, else installed into the tests' virtualenv.
 fn pre_commit() -> PathBuf {
     if let Some(p) = std::env::var_os("TXLINT_PRE_COMMIT") {
         return PathBuf::from(p);
@@ -18,22 +19,7 @@ fn pre_commit() -> PathBuf {
     {
         return PathBuf::from("pre-commit");
     }
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pre-commit-venv");
-    let bin = venv.join("bin/pre-commit");
-    if !bin.is_file() {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 (to install pre-commit)");
-        assert!(made.success(), "python3 -m venv failed");
-        let installed = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "pre-commit"])
-            .status()
-            .expect("pip");
-        assert!(installed.success(), "pip install pre-commit failed");
-    }
-    bin
+    common::python_tools(&["pre-commit"]).join("pre-commit")
 }
 
 /// The shipped hook's `types_or`, `require_serial` and `entry` arguments, as a local hook
