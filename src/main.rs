@@ -90,9 +90,14 @@ enum Command {
 
 #[derive(clap::Args)]
 struct CheckArgs {
-    /// Files and folders to lint.
+    /// Files and folders to lint; `-` reads one document from standard input (name it with
+    /// --stdin-filename).
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
+    /// The path the document read from standard input stands for (its ending says SQL or
+    /// Rust; the configuration and the project around it apply as for that file).
+    #[arg(long, value_name = "PATH", default_value = "stdin.sql")]
+    stdin_filename: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -296,13 +301,47 @@ fn load(
     Ok(run)
 }
 
+/// `txlint check -`: one document from standard input, standing for `--stdin-filename`, with
+/// the project around that path as context (unless --no-context).
+fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
+    let config = Config::discover(&cwd, args.config.as_deref()).map_err(|e| fail(e.to_string()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+        .map_err(|e| fail(format!("cannot read standard input: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| fail("standard input is not UTF-8 text".to_string()))?;
+    let path = &args.stdin_filename;
+    if !discover::has_extension(path) {
+        return Err(fail(format!(
+            "--stdin-filename {} must end in .sql or .rs",
+            path.display()
+        )));
+    }
+    let context = match args.no_context {
+        true => Vec::new(),
+        false => discover::context_of(std::slice::from_ref(path), &cwd, &config),
+    };
+    let display = txlint::display_path(path, &cwd);
+    let doc = txlint::source::SourceFile::new(path.clone(), display, text);
+    Ok(txlint::check_document(doc, &context, &cwd, &config))
+}
+
 fn check(args: CheckArgs) -> ExitCode {
-    let mut run = match load(
-        &args.paths,
-        args.config.as_deref(),
-        args.force_exclude,
-        !args.no_context,
-    ) {
+    let loaded = match args.paths.iter().any(|p| p.as_os_str() == "-") {
+        true if args.paths.len() > 1 => Err(fail(
+            "`-` (standard input) is the only path of its run".to_string(),
+        )),
+        true => from_stdin(&args),
+        false => load(
+            &args.paths,
+            args.config.as_deref(),
+            args.force_exclude,
+            !args.no_context,
+        ),
+    };
+    let mut run = match loaded {
         Ok(run) => run,
         Err(code) => return code,
     };

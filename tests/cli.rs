@@ -688,3 +688,68 @@ fn init_writes_a_commented_configuration_that_means_the_defaults() {
         Some(0)
     );
 }
+
+#[test]
+fn standard_input_stands_for_the_file_named() {
+    use std::io::Write;
+    let d = Dir::new("stdin");
+    let with_stdin = |args: &[&str], input: &str| -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
+            .args(args)
+            .current_dir(d.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let json =
+        |o: &Output| -> serde_json::Value { serde_json::from_str(&stdout(o)).expect("json") };
+    let o = with_stdin(
+        &[
+            "check",
+            "--format",
+            "json",
+            "-",
+            "--stdin-filename",
+            "db/x.sql",
+        ],
+        BAD,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["diagnostics"][0]["path"], "db/x.sql");
+    assert_eq!(v["diagnostics"][0]["rule"], "xact-lock-outside-transaction");
+    // A Rust document is read as Rust.
+    let rust = "async fn f(pool: &sqlx::PgPool) {\n    sqlx::query(\"SELECT pg_advisory_xact_lock(1)\").execute(pool).await;\n}\n";
+    let v = json(&with_stdin(
+        &[
+            "check",
+            "--format",
+            "json",
+            "-",
+            "--stdin-filename",
+            "src/lib.rs",
+        ],
+        rust,
+    ));
+    assert_eq!(v["diagnostics"][0]["path"], "src/lib.rs");
+    assert_eq!(v["diagnostics"][0]["start"]["line"], 2);
+    // Usage errors.
+    let o = with_stdin(&["check", "-", "other.sql"], BAD);
+    assert_eq!(o.status.code(), Some(2));
+    let o = with_stdin(&["check", "-", "--stdin-filename", "notes.md"], BAD);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("must end in .sql or .rs"),
+        "{}",
+        stderr(&o)
+    );
+}
