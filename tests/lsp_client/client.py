@@ -18,18 +18,18 @@ async def main(binary: str, root: pathlib.Path) -> None:
     (root / "vendor").mkdir(parents=True, exist_ok=True)
     (root / "txlint.toml").write_text('exclude = ["vendor"]\n')
     client = LanguageClient("txlint-test-client", "1")
-    published: dict[str, list[t.Diagnostic]] = {}
-    events: asyncio.Queue[str] = asyncio.Queue()
+    # Each publication with its own diagnostics, in the order they arrive.
+    events: asyncio.Queue[tuple[str, list[t.Diagnostic]]] = asyncio.Queue()
 
     @client.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def on_diagnostics(params: t.PublishDiagnosticsParams) -> None:
-        published[params.uri] = params.diagnostics
-        events.put_nowait(params.uri)
+        events.put_nowait((params.uri, list(params.diagnostics)))
 
     async def next_for(uri: str) -> list[t.Diagnostic]:
         while True:
-            if await asyncio.wait_for(events.get(), 30) == uri:
-                return published[uri]
+            got, diagnostics = await asyncio.wait_for(events.get(), 30)
+            if got == uri:
+                return diagnostics
 
     await client.start_io(binary, "lsp", cwd=str(root))
     init = await client.initialize_async(
