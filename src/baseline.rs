@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::Run;
-use crate::report::sarif::fingerprints;
+use crate::report::sarif::{Root, fingerprints};
 
 #[derive(Serialize, Deserialize)]
 struct File {
@@ -31,7 +31,7 @@ pub fn write(run: &Run) -> String {
     let findings = run
         .diagnostics
         .iter()
-        .zip(fingerprints(run))
+        .zip(fingerprints(run, &Root::of(run)))
         .map(|(d, fingerprint)| {
             let file = &run.program.files[d.span.file];
             Known {
@@ -64,7 +64,7 @@ pub fn parse(text: &str) -> Result<HashSet<String>, String> {
 
 /// Leave out the findings the baseline knows; `run.baselined` counts them.
 pub fn apply(run: &mut Run, known: &HashSet<String>) {
-    let prints = fingerprints(run);
+    let prints = fingerprints(run, &Root::of(run));
     let before = run.diagnostics.len();
     let mut prints = prints.into_iter();
     run.diagnostics

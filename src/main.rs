@@ -250,6 +250,14 @@ fn fail(msg: String) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The working folder and the configuration for it (`--config`, else the nearest file).
+fn start(config: Option<&Path>) -> Result<(PathBuf, Config), ExitCode> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
+    let config = Config::discover(&cwd, config).map_err(|e| fail(e.to_string()))?;
+    Ok((cwd, config))
+}
+
 /// Configuration, discovery and the run; `Err` is the exit code after a message.
 fn load(
     paths: &[PathBuf],
@@ -257,9 +265,7 @@ fn load(
     force_exclude: bool,
     context: bool,
 ) -> Result<txlint::Run, ExitCode> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
-    let config = Config::discover(&cwd, config).map_err(|e| fail(e.to_string()))?;
+    let (cwd, config) = start(config)?;
     let found = discover::discover(paths, &cwd, &config, force_exclude);
     if !found.missing.is_empty() {
         let list: Vec<_> = found
@@ -304,9 +310,7 @@ fn load(
 /// `txlint check -`: one document from standard input, standing for `--stdin-filename`, with
 /// the project around that path as context (unless --no-context).
 fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
-    let config = Config::discover(&cwd, args.config.as_deref()).map_err(|e| fail(e.to_string()))?;
+    let (cwd, config) = start(args.config.as_deref())?;
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
         .map_err(|e| fail(format!("cannot read standard input: {e}")))?;

@@ -21,6 +21,26 @@ fn next_diagnostics(client: &Connection) -> Value {
     }
 }
 
+/// One message as the base protocol frames it.
+fn frame(v: &Value) -> Vec<u8> {
+    let b = v.to_string();
+    format!("Content-Length: {}\r\n\r\n{b}", b.len()).into_bytes()
+}
+
+/// `txlint lsp` as a process fed `input` on stdin (then closed): what it printed, how it ended.
+fn server_process(input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .arg("lsp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("txlint lsp");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn publishes_diagnostics_for_open_documents() {
     let (server, client) = Connection::memory();
@@ -105,11 +125,6 @@ fn publishes_diagnostics_for_open_documents() {
 /// next request still gets its answer.
 #[test]
 fn survives_malformed_messages() {
-    use std::io::Write;
-    fn frame(v: &Value) -> Vec<u8> {
-        let b = v.to_string();
-        format!("Content-Length: {}\r\n\r\n{b}", b.len()).into_bytes()
-    }
     let mut input = Vec::new();
     input.extend(b"Content-Length: banana\r\n\r\n");
     input.extend(b"Content-Length: 5\r\n\r\n{oops");
@@ -126,15 +141,7 @@ fn survives_malformed_messages() {
         &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
     ));
     input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
-        .arg("lsp")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("txlint lsp");
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = server_process(&input);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut reader = std::io::BufReader::new(out.stdout.as_slice());
     let mut replies = Vec::new();
@@ -281,11 +288,6 @@ fn the_workspace_is_context_for_the_open_document() {
 /// `exit` without `shutdown` ends the process with status 1; after `shutdown`, with 0.
 #[test]
 fn exit_status_follows_the_protocol() {
-    use std::io::Write;
-    fn frame(v: &Value) -> Vec<u8> {
-        let b = v.to_string();
-        format!("Content-Length: {}\r\n\r\n{b}", b.len()).into_bytes()
-    }
     for (shutdown, status) in [(false, 1), (true, 0)] {
         let mut input = frame(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
@@ -299,15 +301,7 @@ fn exit_status_follows_the_protocol() {
             ));
         }
         input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
-            .arg("lsp")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("txlint lsp");
-        child.stdin.take().unwrap().write_all(&input).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = server_process(&input);
         assert_eq!(
             out.status.code(),
             Some(status),

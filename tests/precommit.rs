@@ -92,19 +92,11 @@ fn path_with(bin: &Path) -> std::ffi::OsString {
     std::env::join_paths(parts).unwrap_or_default()
 }
 
-const REGISTER: &str = r#"
-async fn register(pool: &sqlx::PgPool, email: &str) -> sqlx::Result<bool> {
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE email = $1)")
-        .bind(email)
-        .fetch_one(pool)
-        .await?;
-    if taken {
-        return Ok(false);
-    }
-    sqlx::query("INSERT INTO users (email) VALUES ($1)").bind(email).execute(pool).await?;
-    Ok(true)
-}
-"#;
+/// The fixture whose check the schema settles (`fixtures/check-then-act/schema_settles/`).
+const REGISTER: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/check-then-act/schema_settles/valid_register.rs"
+));
 
 const LOCK: &str = r#"
 async fn lock(pool: &sqlx::PgPool) -> sqlx::Result<()> {

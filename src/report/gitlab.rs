@@ -8,7 +8,7 @@ use crate::diagnostic::Severity;
 
 pub fn render(run: &Run) -> String {
     let root = super::sarif::Root::of(run);
-    let prints = super::sarif::fingerprints(run);
+    let prints = super::sarif::fingerprints(run, &root);
     let issues: Vec<Value> = run
         .diagnostics
         .iter()

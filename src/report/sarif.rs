@@ -19,7 +19,7 @@ pub const MAX_RESULTS: usize = 25_000;
 pub fn render(run: &Run) -> String {
     let rules: Vec<Value> = ALL.iter().map(rule).collect();
     let root = Root::of(run);
-    let prints = fingerprints(run);
+    let prints = fingerprints(run, &root);
     // The most severe first when some must go; reported in file order.
     let mut kept: Vec<usize> = (0..run.diagnostics.len()).collect();
     let dropped = kept.len().saturating_sub(MAX_RESULTS);
@@ -95,13 +95,13 @@ fn invocation(dropped: usize) -> Value {
 /// relative to it too): the git repository's top folder above
 /// the working folder (so paths match the checkout wherever txlint runs), else the working
 /// folder; widened to a common ancestor when a file lies outside it.
-pub(crate) struct Root {
+pub struct Root {
     path: std::path::PathBuf,
     uri: String,
 }
 
 impl Root {
-    pub(crate) fn of(run: &Run) -> Root {
+    pub fn of(run: &Run) -> Root {
         let cwd = std::env::current_dir().unwrap_or_default();
         let mut path = cwd
             .ancestors()
@@ -259,8 +259,7 @@ pub(crate) fn encode(path: &str) -> String {
 /// Stable across runs and unrelated edits: the rule, the file (relative to the [`Root`]), the
 /// text of the flagged line (whitespace-folded) and the how-many-th such finding it is. Also
 /// the key of `--baseline` files.
-pub fn fingerprints(run: &Run) -> Vec<String> {
-    let root = Root::of(run);
+pub fn fingerprints(run: &Run, root: &Root) -> Vec<String> {
     let mut seen: HashMap<(String, u64), usize> = HashMap::new();
     run.diagnostics
         .iter()
