@@ -38,7 +38,7 @@ pub fn write(run: &Run) -> String {
                 fingerprint,
                 rule: d.rule.to_string(),
                 path: file.display.clone(),
-                line: file.line_col(d.span.start).line,
+                line: file.line_col(d.span.start()).line,
                 message: d.message.clone(),
             }
         })

@@ -91,7 +91,7 @@ impl Diagnostic {
     /// The finding is about this statement: its span, and the calls that reached it.
     pub fn in_step(mut self, step: &crate::model::Step) -> Self {
         self.statement = Some(step.span);
-        self.calls.clone_from(&step.calls);
+        self.calls = step.calls.to_vec();
         self
     }
 }
@@ -184,7 +184,7 @@ mod tests {
         let labels: Vec<(usize, &str)> = merged[0]
             .labels
             .iter()
-            .map(|l| (l.span.start, l.message.as_str()))
+            .map(|l| (l.span.start(), l.message.as_str()))
             .collect();
         assert_eq!(
             labels,

@@ -453,7 +453,7 @@ fn range(file: &SourceFile, span: Span, utf8: bool) -> Value {
         };
         json!({ "line": lc.line - 1, "character": character })
     };
-    json!({ "start": pos(span.start), "end": pos(span.end.max(span.start)) })
+    json!({ "start": pos(span.start()), "end": pos(span.end().max(span.start())) })
 }
 
 #[cfg(test)]

@@ -388,6 +388,8 @@ fn check(args: CheckArgs) -> ExitCode {
         (args.select.is_empty() || args.select.iter().any(|r| r == d.rule))
             && !args.ignore.iter().any(|r| r == d.rule)
     });
+    // The reports need the files and the findings, not the model: give its memory back first.
+    run.program.forget_model();
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let style = TextStyle {
         color: to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),

@@ -45,21 +45,30 @@ pub type FileId = usize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Span {
     pub file: FileId,
-    pub start: usize,
-    pub end: usize,
+    start: u32,
+    end: u32,
 }
 
 impl Span {
+    /// Offsets are kept in 32 bits (a run keeps many spans; no file txlint reads is 4 GiB).
     pub fn new(file: FileId, range: Range<usize>) -> Self {
         Span {
             file,
-            start: range.start,
-            end: range.end,
+            start: narrow(range.start),
+            end: narrow(range.end),
         }
     }
 
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
+
     pub fn range(&self) -> Range<usize> {
-        self.start..self.end
+        self.start()..self.end()
     }
 
     /// The smallest span covering both (same file assumed).
@@ -307,6 +316,12 @@ impl OffsetMap {
 pub fn is_rust(path: &std::path::Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("rs"))
+}
+
+/// An offset in 32 bits: files are at most [`crate::MAX_FILE_SIZE`]; a larger document (an
+/// editor's buffer) keeps its positions up to 4 GiB.
+fn narrow(offset: usize) -> u32 {
+    u32::try_from(offset).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

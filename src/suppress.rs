@@ -109,7 +109,7 @@ pub fn apply(
 
 fn suppress(files: &[SourceFile], suppressions: &mut [Suppression], d: &Diagnostic) -> bool {
     let lines = &files[d.span.file].lines;
-    let targets = [Some(d.span), d.statement].map(|s| s.map(|s| lines.line_of(s.start)));
+    let targets = [Some(d.span), d.statement].map(|s| s.map(|s| lines.line_of(s.start())));
     for s in suppressions
         .iter_mut()
         .filter(|s| s.span.file == d.span.file)

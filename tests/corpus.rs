@@ -27,17 +27,17 @@ fn regression_corpus_runs_clean() {
         for span in std::iter::once(d.span).chain(d.labels.iter().map(|l| l.span)) {
             let f = &run.program.files[span.file];
             assert!(
-                span.start <= span.end && span.end <= f.text.len(),
+                span.start() <= span.end() && span.end() <= f.text.len(),
                 "{}: {span:?}",
                 f.display
             );
             assert!(
-                f.text.is_char_boundary(span.start) && f.text.is_char_boundary(span.end),
+                f.text.is_char_boundary(span.start()) && f.text.is_char_boundary(span.end()),
                 "{}: {span:?}",
                 f.display
             );
         }
-        assert!(file.line_col(d.span.start).line >= 1);
+        assert!(file.line_col(d.span.start()).line >= 1);
     }
     // Rendering every finding in every format must not panic either.
     let style = txlint::report::TextStyle {

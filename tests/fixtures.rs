@@ -102,7 +102,7 @@ fn check(paths: &[PathBuf], snap: &Path) -> Result<(), String> {
             let f = &run.program.files[d.span.file];
             (
                 f.display.clone(),
-                f.line_col(d.span.start).line,
+                f.line_col(d.span.start()).line,
                 d.rule.to_string(),
             )
         })
@@ -131,7 +131,7 @@ fn check(paths: &[PathBuf], snap: &Path) -> Result<(), String> {
                 format!(
                     "  {}:{}: {}: {}",
                     f.display,
-                    f.line_col(d.span.start).line,
+                    f.line_col(d.span.start()).line,
                     d.rule,
                     d.message
                 )

@@ -185,7 +185,7 @@ async fn f(pool: &PgPool, ok: bool) -> sqlx::Result<()> {
     // `?` after step 1 (owned by it), `?` after step 2 (owned), `return`.
     let owners: Vec<_> = f.exits.iter().map(|e| e.owner).collect();
     assert_eq!(owners, vec![Some(s[0].1.seq), Some(s[1].1.seq), None]);
-    assert_eq!(f.exits[2].branch, s[1].1.branch);
+    assert_eq!(f.exits[2].branch[..], s[1].1.branch[..]);
 }
 
 #[test]
@@ -236,7 +236,7 @@ fn query_file_reads_relative_to_the_manifest() {
             (
                 d.rule,
                 run.program.files[d.span.file].display.clone(),
-                run.program.files[d.span.file].line_col(d.span.start).line,
+                run.program.files[d.span.file].line_col(d.span.start()).line,
             )
         })
         .collect();

@@ -11,7 +11,7 @@ use sqlparser::dialect::{
     SQLiteDialect,
 };
 
-use crate::model::{Step, Unit};
+use crate::model::{List, Step, Unit};
 use crate::parse::facts::{ParseFailure, Reader};
 use crate::parse::split::RawStatement;
 use crate::source::Dialect;
@@ -88,7 +88,7 @@ impl Front {
         };
         let (mut facts, failure) = reader.read(stmt);
         if !assigns.is_empty() {
-            facts.assigns = assigns;
+            facts.assigns = assigns.into();
         }
         facts.shrink_to_fit();
         self.out.stats += Stats {
@@ -109,10 +109,10 @@ impl Front {
             facts,
             seq: 0,
             session: None,
-            branch: Vec::new(),
+            branch: List::new(),
             via: None,
-            inputs: Vec::new(),
-            calls: Vec::new(),
+            inputs: List::new(),
+            calls: List::new(),
         }
     }
 }

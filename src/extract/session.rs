@@ -91,7 +91,7 @@ impl SessionWalker {
             SqlMode::Transaction => {
                 // The file is one transaction; its own BEGIN/COMMIT are not steps.
                 if !matches!(
-                    step.facts.tx,
+                    step.facts.tx.as_deref(),
                     Some(TxControl::Begin { .. } | TxControl::Commit | TxControl::Rollback)
                 ) && let Some(open) = self.open.as_mut()
                 {
@@ -101,7 +101,7 @@ impl SessionWalker {
             }
             SqlMode::Script => {}
         }
-        match &step.facts.tx {
+        match step.facts.tx.as_deref() {
             Some(TxControl::Begin { isolation }) => {
                 if self.open.is_none() {
                     let iso = isolation
@@ -132,11 +132,11 @@ impl SessionWalker {
             _ => {}
         }
         // A session default applies from the next transaction on.
-        let session_default = match step.facts.tx {
+        let session_default = match step.facts.tx.as_deref() {
             Some(TxControl::SetIsolation {
                 isolation,
                 session: true,
-            }) => Some(isolation),
+            }) => Some(*isolation),
             _ => None,
         };
         match self.open.as_mut() {

@@ -104,7 +104,7 @@ fn group(steps: Vec<(Step, usize)>, mode: SqlMode) -> Vec<Transaction> {
 fn lock_outside_transaction(steps: &[(Step, usize)]) -> bool {
     let mut open = false;
     steps.iter().any(|(s, _)| {
-        match s.facts.tx {
+        match s.facts.tx.as_deref() {
             Some(TxControl::Begin { .. }) => open = true,
             Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
                 open = false
@@ -179,7 +179,10 @@ impl Front {
         let mut txs = Vec::new();
         let push = |step: Step, txs: &mut Vec<Transaction>, tx: &mut Transaction| {
             // A procedure's COMMIT or ROLLBACK ends the transaction and starts the next one.
-            let ends = matches!(step.facts.tx, Some(TxControl::Commit | TxControl::Rollback));
+            let ends = matches!(
+                step.facts.tx.as_deref(),
+                Some(TxControl::Commit | TxControl::Rollback)
+            );
             if ends {
                 tx.end = Some(step.span);
                 let done = std::mem::replace(
@@ -204,8 +207,8 @@ impl Front {
                 for s in &parsed.statements {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
                     step.seq = s.seq;
-                    step.branch = s.branch.clone();
-                    step.facts.uses = variables_used(&body, &s.raw.tokens, &known);
+                    step.branch = s.branch.as_slice().into();
+                    step.facts.uses = variables_used(&body, &s.raw.tokens, &known).into();
                     let mut from: BTreeSet<usize> = step
                         .facts
                         .uses
@@ -574,13 +577,16 @@ mod tests {
             (vec!["a", "b"], "SHARE ROW EXCLUSIVE")
         );
         assert_eq!(
-            steps[2].facts.set,
-            Some(SetFact {
+            steps[2].facts.set.as_deref(),
+            Some(&SetFact {
                 name: "lock_timeout".into(),
                 local: true
             })
         );
-        assert_eq!(steps[3].facts.tx, Some(TxControl::RollbackTo("sp".into())));
+        assert_eq!(
+            steps[3].facts.tx.as_deref(),
+            Some(&TxControl::RollbackTo("sp".into()))
+        );
         let reads: Vec<_> = steps[4]
             .facts
             .reads

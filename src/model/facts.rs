@@ -3,6 +3,10 @@
 use crate::model::Isolation;
 use crate::source::{Dialect, Span};
 
+/// The lists a step carries: most are empty, and an empty `ThinVec` is one pointer with no
+/// allocation (a run keeps every statement's facts until its rules are done).
+pub type List<T> = thin_vec::ThinVec<T>;
+
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     pub kind: StmtKind,
@@ -12,23 +16,23 @@ pub struct Facts {
     pub parsed: bool,
     /// The statement writes rows somewhere (its own DML or a data-modifying CTE).
     pub modifies: bool,
-    pub writes: Vec<TableRef>,
-    pub reads: Vec<TableRef>,
-    pub row_locks: Vec<RowLock>,
-    pub advisory: Vec<AdvisoryCall>,
+    pub writes: List<TableRef>,
+    pub reads: List<TableRef>,
+    pub row_locks: List<RowLock>,
+    pub advisory: List<AdvisoryCall>,
     pub table_lock: Option<Box<TableLock>>,
-    pub tx: Option<TxControl>,
+    pub tx: Option<Box<TxControl>>,
     /// `SET [LOCAL|SESSION] name ...`.
-    pub set: Option<SetFact>,
+    pub set: Option<Box<SetFact>>,
     /// Calls a function other than a lock function or a well-known pure built-in: the
     /// statement may do its protected work itself.
     pub calls_functions: bool,
     /// Columns a query reads (`*` for a wildcard), lower case (from the AST).
-    pub columns: Vec<String>,
+    pub columns: List<String>,
     /// `SET` items of an `UPDATE` (from the AST).
-    pub sets: Vec<SetItem>,
+    pub sets: List<SetItem>,
     /// `col = value` conjuncts of the `WHERE` clause (from the AST).
-    pub filters: Vec<Pred>,
+    pub filters: List<Pred>,
     /// The `WHERE` clause has conditions besides `filters` (ranges, `OR`, functions, ...).
     pub other_conditions: bool,
     /// `ORDER BY` at the statement's top level (a deterministic lock order for a row set).
@@ -43,9 +47,9 @@ pub struct Facts {
     pub upsert: bool,
     /// Decision functions in a query's select list: `count`, `max`, `min`, `sum`, `avg`,
     /// `exists` (also `SELECT 1 FROM ...`).
-    pub aggregates: Vec<String>,
+    pub aggregates: List<String>,
     /// `INSERT`: the columns and the values of its first `VALUES` row.
-    pub inserts: Vec<(String, Operand)>,
+    pub inserts: List<(String, Operand)>,
     /// `INSERT ... ON CONFLICT`, `ON DUPLICATE KEY UPDATE`, `INSERT IGNORE`: a duplicate key is
     /// handled by the statement.
     pub on_conflict: bool,
@@ -53,9 +57,9 @@ pub struct Facts {
     /// `ALTER TABLE ... ADD CONSTRAINT`).
     pub ddl: Option<Box<TableDdl>>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
-    pub assigns: Vec<String>,
+    pub assigns: List<String>,
     /// Variables of the unit that this statement reads.
-    pub uses: Vec<String>,
+    pub uses: List<String>,
 }
 
 /// An expression's ingredients.

@@ -23,6 +23,15 @@ pub struct Program {
     pub schema: schema::Schema,
 }
 
+impl Program {
+    /// Drop the units and the schema once the rules are done; the files stay for reports.
+    pub fn forget_model(&mut self) {
+        self.units = Vec::new();
+        self.skipped = Vec::new();
+        self.schema = schema::Schema::default();
+    }
+}
+
 /// Why the core rules skip a unit (`txlint model` shows it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Skip {
@@ -125,9 +134,11 @@ impl Unit {
             if tx.steps.iter().all(|s| s.facts.dialect.has_rules()) {
                 continue;
             }
-            let (keep, away): (Vec<Step>, Vec<Step>) = std::mem::take(&mut tx.steps)
+            let (mut keep, mut away): (Vec<Step>, Vec<Step>) = std::mem::take(&mut tx.steps)
                 .into_iter()
                 .partition(|s| s.facts.dialect.has_rules());
+            keep.shrink_to_fit();
+            away.shrink_to_fit();
             dialect = dialect.or(away.first().map(|s| s.facts.dialect));
             tx.steps = keep;
             let mut moved = Transaction::new(tx.scope, tx.executor, tx.isolation);
@@ -324,14 +335,14 @@ pub struct Step {
     pub session: Option<usize>,
     /// Branch arms (`if`, `match`, loop bodies) enclosing the statement in host code, outermost
     /// first; empty when it runs on every path.
-    pub branch: Vec<usize>,
+    pub branch: List<usize>,
     /// What the statement is sent through, as written in host code (`&mut *tx`).
-    pub via: Option<String>,
+    pub via: Option<Box<str>>,
     /// Host values bound to its parameters, and which earlier steps' results they come from.
-    pub inputs: Vec<Input>,
+    pub inputs: List<Input>,
     /// Call sites through which the unit reaches this statement (a helper walked in place),
     /// outermost first; empty for the unit's own statements.
-    pub calls: Vec<Span>,
+    pub calls: List<Span>,
 }
 
 /// A value host code binds to a statement parameter.

@@ -278,8 +278,8 @@ impl Reader<'_> {
         self.tables(&c, &mut f);
         self.shape(&c, &mut f);
         match f.kind {
-            StmtKind::Transaction => f.tx = self.tx_control(&c),
-            StmtKind::Set => f.set = set_fact(&c),
+            StmtKind::Transaction => f.tx = self.tx_control(&c).map(Box::new),
+            StmtKind::Set => f.set = set_fact(&c).map(Box::new),
             StmtKind::Lock if self.dialect == Dialect::Postgres => {
                 f.table_lock = Some(Box::new(self.table_lock(&c)));
             }
@@ -290,7 +290,7 @@ impl Reader<'_> {
             && let Some(iso) = self.set_isolation(&c)
         {
             f.kind = StmtKind::Transaction;
-            f.tx = Some(iso);
+            f.tx = Some(Box::new(iso));
             f.set = None;
         }
         // sqlparser cannot parse `DO` blocks nor many routine definitions (procedures, most
@@ -526,7 +526,7 @@ impl Reader<'_> {
                 f.ordered |= depth == 0;
             }
             if let Some(l) = f.row_locks.get_mut(locks)
-                && self.span(c.t[i].start..c.t[i].end).start == l.span.start
+                && self.span(c.t[i].start..c.t[i].end).start() == l.span.start()
             {
                 l.ordered = ordered[depth];
                 locks += 1;
@@ -786,11 +786,11 @@ impl Reader<'_> {
                 }
             }
         };
-        f.columns = s.columns;
-        f.filters = s.filters;
+        f.columns = s.columns.into();
+        f.filters = s.filters.into();
         f.other_conditions = s.other_conditions;
-        f.aggregates = s.aggregates;
-        f.inserts = s.inserts;
+        f.aggregates = s.aggregates.into();
+        f.inserts = s.inserts.into();
         f.ddl = s.ddl.map(Box::new);
         for (_, o) in &mut f.inserts {
             rename(o);

@@ -9,8 +9,8 @@ pub fn render(run: &Run) -> String {
     let mut out = String::new();
     for d in &run.diagnostics {
         let file = &run.program.files[d.span.file];
-        let start = file.line_col(d.span.start);
-        let end = file.line_col(d.span.end.max(d.span.start));
+        let start = file.line_col(d.span.start());
+        let end = file.line_col(d.span.end().max(d.span.start()));
         let command = match d.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",

@@ -15,8 +15,8 @@ pub fn render(run: &Run) -> String {
         .zip(prints)
         .map(|(d, fingerprint)| {
             let file = &run.program.files[d.span.file];
-            let start = file.line_col(d.span.start);
-            let end = file.line_col(d.span.end.max(d.span.start));
+            let start = file.line_col(d.span.start());
+            let end = file.line_col(d.span.end().max(d.span.start()));
             let description = match &d.help {
                 Some(h) => format!("{} (fix: {h})", d.message),
                 None => d.message.clone(),

@@ -82,8 +82,8 @@ fn position(run: &Run, file: usize, offset: usize) -> Position {
 fn range(run: &Run, span: Span) -> (&str, Position, Position) {
     (
         &run.program.files[span.file].display,
-        position(run, span.file, span.start),
-        position(run, span.file, span.end),
+        position(run, span.file, span.start()),
+        position(run, span.file, span.end()),
     )
 }
 

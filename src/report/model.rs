@@ -32,7 +32,7 @@ fn scope(s: Scope) -> &'static str {
 pub fn render(run: &Run) -> String {
     let files = &run.program.files;
     let at = |span: crate::source::Span| {
-        let lc = files[span.file].line_col(span.start);
+        let lc = files[span.file].line_col(span.start());
         format!("{}:{}:{}", files[span.file].display, lc.line, lc.column)
     };
     let mut out = String::new();

@@ -222,8 +222,8 @@ fn message_text(d: &crate::diagnostic::Diagnostic) -> String {
 
 fn location(run: &Run, root: &Root, span: Span) -> Value {
     let file = &run.program.files[span.file];
-    let start = file.line_col(span.start);
-    let end = file.line_col(span.end.max(span.start));
+    let start = file.line_col(span.start());
+    let end = file.line_col(span.end().max(span.start()));
     // SARIF regions cannot be empty at the end of a line: give them one column.
     let end_column = if (end.line, end.column) == (start.line, start.column) {
         start.column + 1
@@ -266,7 +266,7 @@ pub fn fingerprints(run: &Run, root: &Root) -> Vec<String> {
         .map(|d| {
             let file = &run.program.files[d.span.file];
             let path = root.display(&file.path);
-            let line = file.line_text(file.line_col(d.span.start).line);
+            let line = file.line_text(file.line_col(d.span.start()).line);
             let folded: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
             let key = fnv1a(format!("{}\0{path}\0{folded}", d.rule).as_bytes());
             let n = seen.entry((path, key)).or_insert(0);

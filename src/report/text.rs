@@ -88,7 +88,7 @@ impl miette::Diagnostic for Report<'_> {
 }
 
 fn source_span(span: Span) -> SourceSpan {
-    (span.start, span.end - span.start).into()
+    (span.start(), span.end() - span.start()).into()
 }
 
 fn report<'a>(run: &'a Run, d: &'a Diagnostic) -> Report<'a> {
@@ -149,7 +149,7 @@ pub fn render_findings(run: &Run, style: TextStyle) -> String {
         let r = report(run, d);
         if handler.render_report(&mut out, &r).is_err() {
             // Never lose a finding to a rendering problem: fall back to one line.
-            let lc = run.program.files[d.span.file].line_col(d.span.start);
+            let lc = run.program.files[d.span.file].line_col(d.span.start());
             out += &format!(
                 "{}:{}:{}: {}: {}\n",
                 run.program.files[d.span.file].display, lc.line, lc.column, d.rule, d.message

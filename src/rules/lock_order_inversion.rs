@@ -334,7 +334,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 shown: var.clone(),
                 ordered,
                 sources: match assigned {
-                    Some(s) if ordered => s.facts.uses.clone(),
+                    Some(s) if ordered => s.facts.uses.to_vec(),
                     _ => Vec::new(),
                 },
             }

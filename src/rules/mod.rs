@@ -29,7 +29,7 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// 1-based line of a span's start, for messages that point at another statement.
     pub fn line(&self, span: crate::source::Span) -> usize {
-        self.program.files[span.file].line_col(span.start).line
+        self.program.files[span.file].line_col(span.start()).line
     }
 
     /// `path:line` of a span's start.

@@ -148,7 +148,7 @@ fn savepoints(tx: &Transaction, out: &mut Vec<Diagnostic>) {
     // Savepoints: (name, number of locks held when it was set).
     let mut marks: Vec<(&str, usize)> = Vec::new();
     for (i, step) in tx.steps.iter().enumerate() {
-        match &step.facts.tx {
+        match step.facts.tx.as_deref() {
             Some(TxControl::Savepoint(name)) => marks.push((name, held.len())),
             Some(TxControl::Release(name)) => {
                 if let Some(p) = marks.iter().rposition(|(n, _)| n == name) {

@@ -670,9 +670,9 @@ impl<'a> Walker<'a, '_> {
         for (mut step, _) in steps {
             step.seq = self.next_seq();
             step.session = handle.session;
-            step.branch = self.branch.clone();
-            step.via = Some(via.clone());
-            step.calls = self.calls.clone();
+            step.branch = self.branch.as_slice().into();
+            step.via = Some(via.as_str().into());
+            step.calls = self.calls.as_slice().into();
             step.inputs = sql
                 .binds
                 .iter()

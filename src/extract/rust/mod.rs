@@ -514,7 +514,7 @@ fn keep(p: &Parsed, item: &mut syn::Item, cfg: &crate::config::RustConfig) -> bo
         },
         syn::Item::Impl(i) => {
             let head = p.span_between(i.impl_token.span, i.brace_token.span.open());
-            if matters(head.start - p.shift..head.end - p.shift) {
+            if matters(head.start() - p.shift..head.end() - p.shift) {
                 return true;
             }
             i.items.retain(|it| matters(p.range(it)));
