@@ -134,6 +134,9 @@ pub fn merge_repeats(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
         let shown = sites.len().min(CALL_LABELS);
         for (i, &site) in sites.iter().take(shown).enumerate() {
+            if d.labels.iter().any(|l| l.span == site) {
+                continue;
+            }
             let more = sites.len() - shown;
             let message = if i + 1 == shown && more > 0 {
                 format!("called from here (and {more} more)")

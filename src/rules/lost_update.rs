@@ -139,13 +139,25 @@ fn diagnostic(
     } else {
         "lock the read (`SELECT ... FOR UPDATE`) in the same transaction as the `UPDATE`"
     };
-    Diagnostic::new(&RULE, set.span.unwrap_or(w.step.span), message)
+    let mut d = Diagnostic::new(&RULE, set.span.unwrap_or(w.step.span), message)
         .note("overwritten here")
         .in_step(w.step)
         .label(r.step.span, "read here")
         .help(format!(
             "make the update relative (`SET {col} = {col} + $delta`), {lock_fix}, or compare what was read (`WHERE ... AND {col} = $old`, or a version column) and check the affected row count"
-        ))
+        ));
+    // Read and write reached through different calls (`let c = repo.load(id)?; ..;
+    // repo.save(&c)`): the function that makes those calls is where the race is composed.
+    let (rc, wc) = (r.step.calls.first(), w.step.calls.first());
+    if rc != wc {
+        if let Some(&c) = rc {
+            d = d.label(c, "read by this call");
+        }
+        if let Some(&c) = wc {
+            d = d.label(c, "written back by this call");
+        }
+    }
+    d
 }
 
 /// The write's transaction also inserts a value computed from the read into columns a unique
@@ -182,12 +194,28 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
         .iter()
         .filter(|wp| {
             r.facts.filters.iter().any(|rp| {
-                rp.column == wp.column && value_key(&rp.value, r) == value_key(&wp.value, w)
+                rp.column == wp.column
+                    && (value_key(&rp.value, r) == value_key(&wp.value, w)
+                        || field_of_read(wp, w, r))
             })
         })
         .map(|p| p.column.clone())
         .collect();
     (!keys.is_empty()).then_some(keys)
+}
+
+/// The write's key is that column of a value built from the read (`c.id`, where `c` came
+/// from the read that selected by `id`): the same row, whatever the functions that sent the two
+/// statements call its key.
+fn field_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
+    !wp.value.params.is_empty()
+        && wp.value.params.iter().all(|p| {
+            w.inputs.iter().any(|i| {
+                i.param == *p
+                    && i.from.contains(&r.seq)
+                    && i.text.rsplit_once('.').is_some_and(|(_, f)| f == wp.column)
+            })
+        })
 }
 
 /// Computed from the current row (`SET n = n + $1`): not a lost update.

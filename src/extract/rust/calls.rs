@@ -150,6 +150,9 @@ impl<'a> Walker<'a, '_> {
                     }
                     None => Value::None,
                 };
+                if let Value::Handle(_) = returned {
+                    return returned;
+                }
                 // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
                 data_of(std::iter::once(&receiver).chain(&args).chain([&returned]))
             }
@@ -328,6 +331,12 @@ impl<'a> Walker<'a, '_> {
             if !matches!(returned, Value::None) {
                 return returned;
             }
+        }
+        // `Tx(tx)`: a wrapper of the run around the handle it is given stands for it.
+        if self.ix.wrappers.contains_key(name)
+            && let Some(h) = args.iter().find(|a| matches!(a, Value::Handle(_)))
+        {
+            return h.clone();
         }
         match name {
             // Box::pin(async move {..}), Ok(x): the value passes through.
@@ -613,7 +622,12 @@ impl<'a> Walker<'a, '_> {
         self.file = saved_file;
         self.vars = saved_vars;
         self.ordered = saved_ordered;
-        data_of(&returned)
+        // A helper that returns a handle (`begin_write()` opening a transaction, `pool()`
+        // giving a field) gives the caller that handle, on its session and transaction.
+        match returned.iter().find(|v| matches!(v, Value::Handle(_))) {
+            Some(h) => h.clone(),
+            None => data_of(&returned),
+        }
     }
 
     /// A value bound to a statement parameter.

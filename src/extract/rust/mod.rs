@@ -568,6 +568,14 @@ struct Index<'a> {
     fields: HashMap<String, (Executor, Option<Dialect>)>,
     /// Structs with a field that holds a handle (see [`Value::Object`]).
     handle_structs: HashSet<String>,
+    /// Structs that stand for the handle they hold (`struct Tx(Transaction<'static,
+    /// Postgres>)` with `impl Deref for Tx`): a value of one is that handle.
+    wrappers: HashMap<String, (Executor, Option<Dialect>)>,
+    /// Structs with a `Deref`, `DerefMut`, `AsRef` or `AsMut` impl (to find [`Index::wrappers`]).
+    derefs: HashSet<String>,
+    /// What struct literals put in a field, by field name (`Queue { claim: format!(..) }`):
+    /// SQL built once and kept in a field, read where a method uses `self.claim`.
+    field_values: HashMap<String, Vec<(usize, &'a syn::Expr)>>,
 }
 
 struct Collector<'a, 'i> {
@@ -591,11 +599,17 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.owner = owner;
     }
     fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
-        if s.fields
+        if let Some(f) = s
+            .fields
             .iter()
-            .any(|f| types::of_type(&f.ty, &self.ix.config.rust).is_some())
+            .find(|f| types::of_type(&f.ty, &self.ix.config.rust).is_some())
         {
-            self.ix.handle_structs.insert(s.ident.to_string());
+            let name = s.ident.to_string();
+            self.ix.handle_structs.insert(name.clone());
+            if let Some(kind) = types::of_type(&f.ty, &self.ix.config.rust) {
+                let dialect = types::dialect_of_type(&f.ty);
+                self.ix.wrappers.insert(name, (kind, dialect));
+            }
         }
         syn::visit::visit_item_struct(self, s);
     }
@@ -617,6 +631,16 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.nested(&m.attrs, |c| syn::visit::visit_item_mod(c, m));
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
+        let derefs = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
+        if derefs.is_some_and(|s| {
+            matches!(
+                s.ident.to_string().as_str(),
+                "Deref" | "DerefMut" | "AsRef" | "AsMut"
+            )
+        }) && let Some(name) = types::type_name(&i.self_ty)
+        {
+            self.ix.derefs.insert(name);
+        }
         let outer = self.owner.replace(&i.self_ty);
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
         self.owner = outer;
@@ -626,6 +650,21 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_item_static(&mut self, s: &'a syn::ItemStatic) {
         self.constant(&s.ident, &s.ty, &s.expr);
+    }
+    fn visit_expr_struct(&mut self, s: &'a syn::ExprStruct) {
+        for f in &s.fields {
+            if let syn::Member::Named(name) = &f.member
+                && matches!(f.expr, syn::Expr::Lit(_) | syn::Expr::Macro(_))
+            {
+                let at = (self.file, &f.expr);
+                self.ix
+                    .field_values
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(at);
+            }
+        }
+        syn::visit::visit_expr_struct(self, s);
     }
     fn visit_field(&mut self, f: &'a syn::Field) {
         if let Some(name) = &f.ident
@@ -729,6 +768,9 @@ impl<'a> Index<'a> {
             const_names: HashMap::new(),
             fields: HashMap::new(),
             handle_structs: HashSet::new(),
+            wrappers: HashMap::new(),
+            derefs: HashSet::new(),
+            field_values: HashMap::new(),
         };
         for (file, p) in parsed.iter().enumerate() {
             Collector {
@@ -740,6 +782,9 @@ impl<'a> Index<'a> {
             }
             .visit_file(&p.ast);
         }
+        // Until here `wrappers` has every struct with a handle field; a wrapper also derefs.
+        let derefs = std::mem::take(&mut ix.derefs);
+        ix.wrappers.retain(|name, _| derefs.contains(name));
         ix
     }
 
@@ -753,14 +798,21 @@ impl<'a> Index<'a> {
         })
     }
 
-    /// The method `name` implemented on a handle type (`impl Counters for PgPool`).
+    /// The method `name` implemented on a handle type (`impl Counters for PgPool`) or on a
+    /// wrapper of one (`impl Tx { fn commit(self) }`).
     fn handle_method(&self, name: &str) -> Option<usize> {
         self.by_name.get(name)?.iter().copied().find(|&i| {
             let f = &self.fns[i];
-            f.sig.receiver().is_some()
-                && f.owner
-                    .is_some_and(|t| types::of_type(t, &self.config.rust).is_some())
+            f.sig.receiver().is_some() && f.owner.is_some_and(|t| self.handle_type(t).is_some())
         })
+    }
+
+    /// The kind and database of a handle type, or of a wrapper of the run around one.
+    fn handle_type(&self, ty: &syn::Type) -> Option<(Executor, Option<Dialect>)> {
+        match types::of_type(ty, &self.config.rust) {
+            Some(kind) => Some((kind, types::dialect_of_type(ty))),
+            None => types::type_name(ty).and_then(|n| self.wrappers.get(&n).copied()),
+        }
     }
 
     fn function(&self, name: &str, file: usize) -> Option<usize> {

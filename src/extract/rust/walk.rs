@@ -1,6 +1,6 @@
 //! Walking a function body: statements, bindings, branches and expressions, in program order.
 
-use super::calls::data_of;
+use super::calls::{data_of, looks_like_sql};
 use super::*;
 
 impl<'a, 'w> Walker<'a, 'w> {
@@ -100,9 +100,9 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     /// A handle of the kind and database a type names (`&SqlitePool`), or none.
     pub(super) fn typed(&mut self, ty: &syn::Type) -> Option<Handle> {
-        let kind = types::of_type(ty, &self.ix.config.rust)?;
+        let (kind, dialect) = self.ix.handle_type(ty)?;
         let mut h = self.handle_of_kind(kind);
-        h.dialect = types::dialect_of_type(ty);
+        h.dialect = dialect;
         Some(h)
     }
 
@@ -737,6 +737,43 @@ impl<'a, 'w> Walker<'a, 'w> {
                 v @ Value::Sql(_) => v,
                 _ => Value::None,
             },
+            // `LazyLock::new(|| format!(..))`, `Lazy::new(|| { .. })`: built once, on first use.
+            syn::Expr::Call(c) if c.args.len() == 1 => match (&*c.func, &c.args[0]) {
+                (syn::Expr::Path(p), syn::Expr::Closure(k))
+                    if p.path.segments.last().is_some_and(|s| s.ident == "new") =>
+                {
+                    self.sql_only(&k.body)
+                }
+                _ => Value::None,
+            },
+            syn::Expr::Block(b) => match b.block.stmts.last() {
+                Some(syn::Stmt::Expr(e, None)) if b.block.stmts.len() == 1 => self.sql_only(e),
+                _ => Value::None,
+            },
+            _ => Value::None,
+        }
+    }
+
+    /// SQL that struct literals of the run keep in a field of this name (`Queue { claim:
+    /// format!("UPDATE {TABLE} ..") }`): the one literal there is, or the one in this file. Read
+    /// where it was written, without this function's variables (they are not the ones the
+    /// literal saw: a name it used there is a hole here).
+    fn field_sql(&mut self, name: &str) -> Value {
+        let Some(all) = self.ix.field_values.get(name) else {
+            return Value::None;
+        };
+        let here: Vec<_> = all.iter().filter(|(f, _)| *f == self.file).collect();
+        let (file, expr) = match (here.as_slice(), all.as_slice()) {
+            (&[&one], _) | (&[], &[one]) => one,
+            _ => return Value::None,
+        };
+        let vars = std::mem::take(&mut self.vars);
+        let here = std::mem::replace(&mut self.file, file);
+        let v = self.sql_only(expr);
+        self.file = here;
+        self.vars = vars;
+        match v {
+            Value::Sql(s) if looks_like_sql(&s.text) => Value::Sql(s),
             _ => Value::None,
         }
     }
@@ -762,7 +799,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.field_sessions.insert(name, h);
                 Value::Handle(h)
             }
-            None => Value::None,
+            None => self.field_sql(&name),
         }
     }
 }
