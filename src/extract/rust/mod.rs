@@ -12,6 +12,7 @@ mod calls;
 mod depth;
 mod fallback;
 mod lit;
+mod macros;
 pub mod prescan;
 mod types;
 mod walk;
@@ -478,7 +479,8 @@ fn parse(
         })
     };
     match syn::parse::Parser::parse2(read, tokens) {
-        Ok(ast) => {
+        Ok(mut ast) => {
+            macros::expand(&mut ast);
             p.ast = ast;
             Ok(p)
         }
