@@ -1,0 +1,690 @@
+//! The PostgreSQL behaviour every rule rests on, shown on a real server: for each rule the race
+//! happens without the fix, and each documented fix stops it. Sessions are driven one statement
+//! at a time; a session that must wait is known to wait (`until_blocked`), never assumed to.
+//! The rule pages cite these tests by name.
+
+mod pg;
+
+use pg::{Database, server, sqlstate};
+
+const ACCOUNTS: &str = "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, version int NOT NULL DEFAULT 1); \
+                        INSERT INTO accounts (id, balance) VALUES (1, 100), (2, 100)";
+
+fn db(setup: &str) -> Database<'static> {
+    server().database(setup)
+}
+
+fn balance(db: &Database, id: i32) -> String {
+    db.query(&format!("SELECT balance FROM accounts WHERE id = {id}"))
+}
+
+// ---- lost-update ----
+
+/// Two read-compute-write transactions at READ COMMITTED: the second write erases the first.
+#[test]
+fn lost_update_absolute_write_loses_update() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run("SELECT balance FROM accounts WHERE id = 1"), "100");
+    assert_eq!(b.run("SELECT balance FROM accounts WHERE id = 1"), "100");
+    a.run("UPDATE accounts SET balance = 70 WHERE id = 1");
+    a.run("COMMIT");
+    b.run("UPDATE accounts SET balance = 80 WHERE id = 1");
+    b.run("COMMIT");
+    // 100 - 30 - 20 would be 50: A's withdrawal is lost.
+    assert_eq!(balance(&db, 1), "80");
+}
+
+/// `version = version + 1` without comparing it does not stop the lost update.
+#[test]
+fn lost_update_version_bumped_but_not_compared() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run("SELECT balance, version FROM accounts WHERE id = 1");
+    b.run("SELECT balance, version FROM accounts WHERE id = 1");
+    a.run("UPDATE accounts SET balance = 70, version = version + 1 WHERE id = 1");
+    a.run("COMMIT");
+    b.run("UPDATE accounts SET balance = 80, version = version + 1 WHERE id = 1");
+    b.run("COMMIT");
+    assert_eq!(balance(&db, 1), "80");
+}
+
+/// Fix: compare what was read; the second write updates no row.
+#[test]
+fn lost_update_fix_compare_version() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run("SELECT version FROM accounts WHERE id = 1"), "1");
+    assert_eq!(b.run("SELECT version FROM accounts WHERE id = 1"), "1");
+    let sql = |v: i32| {
+        format!(
+            "UPDATE accounts SET balance = {v}, version = version + 1 WHERE id = 1 AND version = 1 RETURNING id"
+        )
+    };
+    assert_eq!(a.run(&sql(70)), "1");
+    a.run("COMMIT");
+    assert_eq!(b.run(&sql(80)), "", "the stale write must update no row");
+    b.run("COMMIT");
+    assert_eq!(balance(&db, 1), "70");
+}
+
+/// Fix: `FOR UPDATE` on the read; the second reader waits and reads the new value.
+#[test]
+fn lost_update_fix_for_update() {
+    locked_read("FOR UPDATE");
+}
+
+/// Fix: `FOR NO KEY UPDATE` serialises the two read-compute-writes as well.
+#[test]
+fn lost_update_fix_for_no_key_update() {
+    locked_read("FOR NO KEY UPDATE");
+}
+
+fn locked_read(clause: &str) {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let read = format!("SELECT balance FROM accounts WHERE id = 1 {clause}");
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(&read), "100");
+    b.send(&read);
+    db.until_blocked(&b);
+    a.run("UPDATE accounts SET balance = 70 WHERE id = 1");
+    a.run("COMMIT");
+    assert_eq!(b.wait(), "70");
+    b.run("UPDATE accounts SET balance = 50 WHERE id = 1");
+    b.run("COMMIT");
+    assert_eq!(balance(&db, 1), "50");
+}
+
+/// Fix: a relative write (`SET balance = balance - $x`) waits and applies to the new row.
+#[test]
+fn lost_update_fix_relative_write() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run("UPDATE accounts SET balance = balance - 30 WHERE id = 1");
+    b.send("UPDATE accounts SET balance = balance - 20 WHERE id = 1");
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(sqlstate(&b.wait()), None);
+    b.run("COMMIT");
+    assert_eq!(balance(&db, 1), "50");
+}
+
+/// Fix: REPEATABLE READ refuses the stale write with 40001 (the snapshot starts at the first
+/// statement, not at `BEGIN`).
+#[test]
+fn lost_update_fix_repeatable_read() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    a.run("SELECT balance FROM accounts WHERE id = 1");
+    b.run("SELECT balance FROM accounts WHERE id = 1");
+    a.run("UPDATE accounts SET balance = 70 WHERE id = 1");
+    a.run("COMMIT");
+    assert_eq!(
+        sqlstate(&b.run("UPDATE accounts SET balance = 80 WHERE id = 1")),
+        Some("40001")
+    );
+    b.run("ROLLBACK");
+    assert_eq!(balance(&db, 1), "70");
+}
+
+// ---- lock-order-inversion ----
+
+/// Two transactions lock the same two things in opposite orders: exactly one gets 40P01.
+fn opposite_order(first: [&str; 2], second: [&str; 2]) {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(sqlstate(&a.run(first[0])), None);
+    assert_eq!(sqlstate(&b.run(second[0])), None);
+    a.send(first[1]);
+    db.until_blocked(&a);
+    b.send(second[1]);
+    let (ra, rb) = (b.wait(), a.wait());
+    let errors: Vec<_> = [sqlstate(&ra), sqlstate(&rb)]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(errors, ["40P01"], "a: {rb:?}, b: {ra:?}");
+}
+
+#[test]
+fn lock_order_opposite_row_locks_deadlock() {
+    let one = "UPDATE accounts SET balance = balance - 1 WHERE id = 1";
+    let two = "UPDATE accounts SET balance = balance + 1 WHERE id = 2";
+    opposite_order([one, two], [two, one]);
+}
+
+#[test]
+fn lock_order_opposite_advisory_locks_deadlock() {
+    let one = "SELECT pg_advisory_xact_lock(1)";
+    let two = "SELECT pg_advisory_xact_lock(2)";
+    opposite_order([one, two], [two, one]);
+}
+
+/// Fix: the same order everywhere; the second transaction waits and then goes on.
+#[test]
+fn lock_order_fix_same_order() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let one = "UPDATE accounts SET balance = balance - 1 WHERE id = 1";
+    let two = "UPDATE accounts SET balance = balance + 1 WHERE id = 2";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run(one);
+    b.send(one);
+    db.until_blocked(&b);
+    a.run(two);
+    a.run("COMMIT");
+    assert_eq!(sqlstate(&b.wait()), None);
+    assert_eq!(sqlstate(&b.run(two)), None);
+    b.run("COMMIT");
+    assert_eq!(balance(&db, 1), "98");
+}
+
+/// Fix: rows locked in one statement in key order; the other order never happens.
+#[test]
+fn lock_order_fix_one_statement_ordered() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let lock = "SELECT id FROM accounts WHERE id IN (2, 1) ORDER BY id FOR UPDATE";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(lock), "1\n2");
+    b.send(lock);
+    db.until_blocked(&b);
+    a.run("UPDATE accounts SET balance = balance + 1 WHERE id = 2");
+    a.run("UPDATE accounts SET balance = balance - 1 WHERE id = 1");
+    a.run("COMMIT");
+    assert_eq!(b.wait(), "1\n2");
+    b.run("COMMIT");
+}
+
+// ---- xact-lock-outside-transaction ----
+
+fn holds_advisory(db: &Database, key: i32) -> bool {
+    let other = db.query(&format!("SELECT pg_try_advisory_xact_lock({key})"));
+    other == "f"
+}
+
+/// In autocommit a transaction-scoped lock ends with its statement.
+#[test]
+fn xact_lock_autocommit_released_with_statement() {
+    let db = db("");
+    let mut a = db.session();
+    a.run("SELECT pg_advisory_xact_lock(42)");
+    assert!(!holds_advisory(&db, 42), "the lock outlived its statement");
+}
+
+/// A `FOR UPDATE` in autocommit locks nothing once it returns.
+#[test]
+fn xact_lock_for_update_autocommit_released() {
+    let db = db(ACCOUNTS);
+    let mut a = db.session();
+    a.run("SELECT id FROM accounts WHERE id = 1 FOR UPDATE");
+    let mut b = db.session();
+    assert_eq!(
+        sqlstate(&b.run("SELECT id FROM accounts WHERE id = 1 FOR UPDATE NOWAIT")),
+        None
+    );
+}
+
+/// Within one simple-query message the lock lasts to the message's end, and no longer.
+#[test]
+fn xact_lock_fix_same_message() {
+    let db = db("");
+    let mut a = db.session();
+    let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 42 AND pid = pg_backend_pid()";
+    assert_eq!(
+        a.run(&format!("SELECT pg_advisory_xact_lock(42) \\; {held}")),
+        "\n1"
+    );
+    assert_eq!(a.run(held), "0");
+}
+
+/// Fix: inside `BEGIN .. COMMIT` the lock is held until the transaction ends.
+#[test]
+fn xact_lock_fix_transaction() {
+    let db = db("");
+    let mut a = db.session();
+    a.run("BEGIN");
+    a.run("SELECT pg_advisory_xact_lock(42)");
+    assert!(holds_advisory(&db, 42));
+    a.run("COMMIT");
+    assert!(!holds_advisory(&db, 42));
+}
+
+/// A `DO` body's (or a function's) lock lasts until the calling transaction ends.
+#[test]
+fn xact_lock_fix_routine_body() {
+    let db = db("");
+    let mut a = db.session();
+    a.run("BEGIN");
+    a.run("DO $$ BEGIN PERFORM pg_advisory_xact_lock(42); END $$");
+    assert!(holds_advisory(&db, 42));
+    a.run("COMMIT");
+    assert!(!holds_advisory(&db, 42));
+}
+
+/// `ROLLBACK TO SAVEPOINT` releases locks taken after the savepoint; `RELEASE` keeps them.
+#[test]
+fn xact_lock_rollback_to_savepoint_releases() {
+    let db = db("");
+    let mut a = db.session();
+    a.run("BEGIN");
+    a.run("SAVEPOINT s");
+    a.run("SELECT pg_advisory_xact_lock(42)");
+    a.run("ROLLBACK TO SAVEPOINT s");
+    assert!(!holds_advisory(&db, 42), "ROLLBACK TO kept the lock");
+    a.run("SAVEPOINT t");
+    a.run("SELECT pg_advisory_xact_lock(43)");
+    a.run("RELEASE SAVEPOINT t");
+    assert!(holds_advisory(&db, 43), "RELEASE dropped the lock");
+    a.run("COMMIT");
+}
+
+/// A PL/pgSQL block that catches an error is a savepoint: its locks go with it.
+#[test]
+fn xact_lock_exception_block_releases() {
+    let db = db("");
+    let mut a = db.session();
+    a.run("BEGIN");
+    a.run(
+        "DO $$ BEGIN BEGIN PERFORM pg_advisory_xact_lock(42); RAISE EXCEPTION 'x'; \
+         EXCEPTION WHEN OTHERS THEN NULL; END; END $$",
+    );
+    assert!(!holds_advisory(&db, 42));
+    a.run("COMMIT");
+}
+
+/// A procedure that commits ends the caller's transaction mid-`CALL`, and its locks with it.
+#[test]
+fn xact_lock_procedure_commit_releases() {
+    let db = db("CREATE TABLE seen (at text, n bigint)");
+    let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 42 AND pid = pg_backend_pid()";
+    db.query(&format!(
+        "CREATE PROCEDURE p() LANGUAGE plpgsql AS $$ BEGIN \
+         PERFORM pg_advisory_xact_lock(42); \
+         INSERT INTO seen SELECT 'before', ({held}); COMMIT; \
+         INSERT INTO seen SELECT 'after', ({held}); END $$"
+    ));
+    let mut a = db.session();
+    assert_eq!(sqlstate(&a.run("CALL p()")), None);
+    assert_eq!(
+        db.query("SELECT at || '=' || n FROM seen ORDER BY at DESC"),
+        "before=1\nafter=0"
+    );
+}
+
+// ---- session-lock-on-pool ----
+
+/// A session lock survives `ROLLBACK` and another session cannot unlock it.
+#[test]
+fn session_lock_survives_rollback_and_foreign_unlock() {
+    let db = db("");
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    a.run("SELECT pg_advisory_lock(42)");
+    a.run("ROLLBACK");
+    assert_eq!(
+        b.run("SELECT pg_advisory_unlock(42)"),
+        "WARNING:  01000\nf",
+        "another session's unlock fails with a warning"
+    );
+    assert_eq!(b.run("SELECT pg_try_advisory_lock(42)"), "f");
+}
+
+/// Session locks stack: two locks need two unlocks.
+#[test]
+fn session_lock_stacks() {
+    let db = db("");
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("SELECT pg_advisory_lock(42)");
+    a.run("SELECT pg_advisory_lock(42)");
+    assert_eq!(a.run("SELECT pg_advisory_unlock(42)"), "t");
+    assert_eq!(b.run("SELECT pg_try_advisory_lock(42)"), "f");
+    assert_eq!(a.run("SELECT pg_advisory_unlock(42)"), "t");
+    assert_eq!(b.run("SELECT pg_try_advisory_lock(42)"), "t");
+}
+
+/// `pg_advisory_unlock_all()` leaves `_xact_` locks, and unlocking an `_xact_` key fails.
+#[test]
+fn session_unlock_does_not_touch_xact_locks() {
+    let db = db("");
+    let mut a = db.session();
+    a.run("BEGIN");
+    a.run("SELECT pg_advisory_xact_lock(42)");
+    assert_eq!(a.run("SELECT pg_advisory_unlock(42)"), "WARNING:  01000\nf");
+    a.run("SELECT pg_advisory_unlock_all()");
+    assert!(holds_advisory(&db, 42));
+    a.run("COMMIT");
+}
+
+// ---- row-lock-predicate-gap ----
+
+const MEMBERS: &str = "CREATE TABLE members (email text NOT NULL)";
+
+/// Check-then-insert under `FOR UPDATE`: no row, nothing locked, both insert.
+#[test]
+fn row_lock_gap_for_update_on_no_row() {
+    let db = db(MEMBERS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let check = "SELECT email FROM members WHERE email = 'x' FOR UPDATE";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(check), "");
+    assert_eq!(b.run(check), "", "the second check must not wait");
+    a.run("INSERT INTO members VALUES ('x')");
+    a.run("COMMIT");
+    b.run("INSERT INTO members VALUES ('x')");
+    b.run("COMMIT");
+    assert_eq!(db.query("SELECT count(*) FROM members"), "2");
+}
+
+/// Fix: an advisory transaction lock on the key, at READ COMMITTED: the second check waits and
+/// then sees the row.
+#[test]
+fn row_lock_gap_fix_advisory_lock_read_committed() {
+    let db = db(MEMBERS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let lock = "SELECT pg_advisory_xact_lock(hashtext('x'))";
+    let check = "SELECT count(*) FROM members WHERE email = 'x'";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run(lock);
+    assert_eq!(a.run(check), "0");
+    b.send(lock);
+    db.until_blocked(&b);
+    a.run("INSERT INTO members VALUES ('x')");
+    a.run("COMMIT");
+    b.wait();
+    assert_eq!(b.run(check), "1");
+    b.run("COMMIT");
+}
+
+/// Under REPEATABLE READ the advisory lock does not help: the snapshot predates the wait.
+#[test]
+fn row_lock_gap_advisory_lock_useless_at_repeatable_read() {
+    let db = db(MEMBERS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let lock = "SELECT pg_advisory_xact_lock(hashtext('x'))";
+    let check = "SELECT count(*) FROM members WHERE email = 'x'";
+    a.run("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    b.run("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    a.run(lock);
+    b.send(lock);
+    db.until_blocked(&b);
+    assert_eq!(a.run(check), "0");
+    a.run("INSERT INTO members VALUES ('x')");
+    a.run("COMMIT");
+    b.wait();
+    assert_eq!(b.run(check), "0", "the snapshot was taken before the wait");
+    b.run("COMMIT");
+}
+
+/// Fix: a unique key; the second insert fails with 23505 (or `ON CONFLICT` settles it).
+#[test]
+fn row_lock_gap_fix_unique_key() {
+    let db = db("CREATE TABLE members (email text PRIMARY KEY)");
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run("INSERT INTO members VALUES ('x')");
+    b.send("INSERT INTO members VALUES ('x') ON CONFLICT DO NOTHING RETURNING email");
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(b.wait(), "", "the conflicting insert must do nothing");
+    assert_eq!(
+        sqlstate(&b.run("INSERT INTO members VALUES ('x')")),
+        Some("23505")
+    );
+    b.run("ROLLBACK");
+}
+
+/// Fix: SERIALIZABLE; of two check-then-inserts one fails with 40001.
+#[test]
+fn row_lock_gap_fix_serializable() {
+    let db = db(MEMBERS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let check = "SELECT count(*) FROM members WHERE email = 'x'";
+    a.run("BEGIN ISOLATION LEVEL SERIALIZABLE");
+    b.run("BEGIN ISOLATION LEVEL SERIALIZABLE");
+    assert_eq!(a.run(check), "0");
+    assert_eq!(b.run(check), "0");
+    let mut errors: Vec<String> = Vec::new();
+    for out in [
+        a.run("INSERT INTO members VALUES ('x')"),
+        b.run("INSERT INTO members VALUES ('x')"),
+        a.run("COMMIT"),
+        b.run("COMMIT"),
+    ] {
+        errors.extend(sqlstate(&out).map(str::to_string));
+    }
+    assert_eq!(errors, ["40001"]);
+    assert_eq!(db.query("SELECT count(*) FROM members"), "1");
+}
+
+const PARENT_CHILD: &str = "CREATE TABLE parents (id int PRIMARY KEY, note text); \
+     CREATE TABLE children (id int PRIMARY KEY, parent int REFERENCES parents, state text); \
+     INSERT INTO parents VALUES (1, ''); INSERT INTO children VALUES (1, 1, 'new')";
+
+/// A parent locked `FOR UPDATE` does not stop an `UPDATE` of a child's state...
+#[test]
+fn row_lock_gap_parent_lock_does_not_block_child_update() {
+    let db = db(PARENT_CHILD);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    a.run("SELECT id FROM parents WHERE id = 1 FOR UPDATE");
+    b.run("BEGIN");
+    assert_eq!(
+        b.run("UPDATE children SET state = 'done' WHERE parent = 1 RETURNING id"),
+        "1"
+    );
+    b.run("COMMIT");
+    a.run("COMMIT");
+}
+
+/// ... but does block a child `INSERT` (the foreign-key check takes `FOR KEY SHARE`), which
+/// `FOR NO KEY UPDATE` on the parent does not.
+#[test]
+fn row_lock_gap_parent_lock_blocks_child_insert_only_for_update() {
+    let db = db(PARENT_CHILD);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    a.run("SELECT id FROM parents WHERE id = 1 FOR UPDATE");
+    b.send("INSERT INTO children VALUES (2, 1, 'new')");
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(sqlstate(&b.wait()), None);
+    a.run("BEGIN");
+    a.run("SELECT id FROM parents WHERE id = 1 FOR NO KEY UPDATE");
+    assert_eq!(
+        sqlstate(&b.run("INSERT INTO children VALUES (3, 1, 'new')")),
+        None
+    );
+    a.run("COMMIT");
+}
+
+// ---- check-then-act ----
+
+const ROTA: &str = "CREATE TABLE rota (doctor text PRIMARY KEY, on_call bool NOT NULL); \
+     INSERT INTO rota VALUES ('a', true), ('b', true); \
+     CREATE TABLE wards (id int PRIMARY KEY); INSERT INTO wards VALUES (1)";
+
+/// Each doctor leaves the rota if someone else is on call, decided from `count(*)` after
+/// taking `guard` (which the second waits for). Returns the doctors left on call, and the
+/// SQLSTATEs the two sessions met.
+fn leave_rota(guard: &str) -> (String, Vec<String>) {
+    let db = db(ROTA);
+    let (mut a, mut b) = (db.session(), db.session());
+    let count = "SELECT count(*) FROM rota WHERE on_call";
+    let mut errors = Vec::new();
+    let mut note = |out: String| {
+        if let Some(s) = sqlstate(&out) {
+            errors.push(s.to_string());
+        }
+    };
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run(guard);
+    b.send(guard);
+    db.until_blocked(&b);
+    assert_eq!(a.run(count), "2");
+    note(a.run("UPDATE rota SET on_call = false WHERE doctor = 'a'"));
+    note(a.run("COMMIT"));
+    note(b.wait());
+    // B decides from what it reads: it leaves only if someone else is on call.
+    if b.run(count) == "2" {
+        note(b.run("UPDATE rota SET on_call = false WHERE doctor = 'b'"));
+    }
+    note(b.run("COMMIT"));
+    (db.query("SELECT count(*) FROM rota WHERE on_call"), errors)
+}
+
+/// Both read that two doctors are on call, both leave: nobody is left.
+#[test]
+fn check_then_act_write_skew_read_committed() {
+    let db = db(ROTA);
+    let (mut a, mut b) = (db.session(), db.session());
+    let count = "SELECT count(*) FROM rota WHERE on_call";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(count), "2");
+    assert_eq!(b.run(count), "2");
+    a.run("UPDATE rota SET on_call = false WHERE doctor = 'a'");
+    a.run("COMMIT");
+    b.run("UPDATE rota SET on_call = false WHERE doctor = 'b'");
+    b.run("COMMIT");
+    assert_eq!(db.query("SELECT count(*) FROM rota WHERE on_call"), "0");
+}
+
+#[test]
+fn check_then_act_write_skew_repeatable_read_commits_both() {
+    let db = db(ROTA);
+    let (mut a, mut b) = (db.session(), db.session());
+    let count = "SELECT count(*) FROM rota WHERE on_call";
+    a.run("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    b.run("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_eq!(a.run(count), "2");
+    assert_eq!(b.run(count), "2");
+    a.run("UPDATE rota SET on_call = false WHERE doctor = 'a'");
+    a.run("COMMIT");
+    assert_eq!(
+        sqlstate(&b.run("UPDATE rota SET on_call = false WHERE doctor = 'b'")),
+        None
+    );
+    assert_eq!(sqlstate(&b.run("COMMIT")), None);
+    assert_eq!(db.query("SELECT count(*) FROM rota WHERE on_call"), "0");
+}
+
+/// Fix: SERIALIZABLE fails one of the two with 40001.
+#[test]
+fn check_then_act_fix_serializable() {
+    let db = db(ROTA);
+    let (mut a, mut b) = (db.session(), db.session());
+    let count = "SELECT count(*) FROM rota WHERE on_call";
+    a.run("BEGIN ISOLATION LEVEL SERIALIZABLE");
+    b.run("BEGIN ISOLATION LEVEL SERIALIZABLE");
+    assert_eq!(a.run(count), "2");
+    assert_eq!(b.run(count), "2");
+    a.run("UPDATE rota SET on_call = false WHERE doctor = 'a'");
+    let mut errors: Vec<String> = Vec::new();
+    for out in [
+        a.run("COMMIT"),
+        b.run("UPDATE rota SET on_call = false WHERE doctor = 'b'"),
+        b.run("COMMIT"),
+    ] {
+        errors.extend(sqlstate(&out).map(str::to_string));
+    }
+    assert_eq!(errors, ["40001"]);
+    assert_eq!(db.query("SELECT count(*) FROM rota WHERE on_call"), "1");
+}
+
+/// Fix: a guard row that every writer locks first; the second decision is made after the
+/// first write commits.
+#[test]
+fn check_then_act_fix_guard_row_lock() {
+    let (left, errors) = leave_rota("SELECT id FROM wards WHERE id = 1 FOR UPDATE");
+    assert_eq!((left.as_str(), errors.len()), ("1", 0));
+}
+
+/// Fix: an advisory transaction lock on the decision's key, at READ COMMITTED.
+#[test]
+fn check_then_act_fix_advisory_lock() {
+    let (left, errors) = leave_rota("SELECT pg_advisory_xact_lock(7)");
+    assert_eq!((left.as_str(), errors.len()), ("1", 0));
+}
+
+/// `max + 1` numbering with no unique key: both transactions take the same number.
+#[test]
+fn check_then_act_max_plus_one_duplicates() {
+    let db = db("CREATE TABLE invoices (n int NOT NULL)");
+    let (mut a, mut b) = (db.session(), db.session());
+    let next = "SELECT coalesce(max(n), 0) + 1 FROM invoices";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    let (na, nb) = (a.run(next), b.run(next));
+    a.run(&format!("INSERT INTO invoices VALUES ({na})"));
+    b.run(&format!("INSERT INTO invoices VALUES ({nb})"));
+    a.run("COMMIT");
+    b.run("COMMIT");
+    assert_eq!(
+        db.query("SELECT count(DISTINCT n) || '/' || count(*) FROM invoices"),
+        "1/2"
+    );
+}
+
+/// A guard read `FOR SHARE` waits for a concurrent update of the row and sees the new value; a
+/// plain read does not wait and sees the old one.
+#[test]
+fn check_then_act_guard_for_share_sees_update() {
+    let db = db(ROTA);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    a.run("UPDATE rota SET on_call = false WHERE doctor = 'a'");
+    assert_eq!(b.run("SELECT on_call FROM rota WHERE doctor = 'a'"), "t");
+    b.send("SELECT on_call FROM rota WHERE doctor = 'a' FOR SHARE");
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(b.wait(), "f");
+}
+
+/// Every core rule's page cites this suite, and every test it cites exists here.
+#[test]
+fn rule_pages_cite_this_suite() {
+    let suite = include_str!("main.rs");
+    for rule in [
+        "lost-update",
+        "lock-order-inversion",
+        "xact-lock-outside-transaction",
+        "session-lock-on-pool",
+        "row-lock-predicate-gap",
+        "check-then-act",
+    ] {
+        let page = std::fs::read_to_string(format!("rules/{rule}.md")).expect("rule page");
+        let cited: Vec<&str> = page
+            .split("`truth::")
+            .skip(1)
+            .filter_map(|rest| rest.split('`').next())
+            .collect();
+        assert!(!cited.is_empty(), "rules/{rule}.md cites no truth test");
+        for name in cited {
+            assert!(
+                suite.contains(&format!("fn {name}(")),
+                "rules/{rule}.md cites truth::{name}, which tests/truth/main.rs does not have"
+            );
+        }
+    }
+}
