@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use txlint::config::Config;
 use txlint::diagnostic::Severity;
@@ -85,6 +85,15 @@ enum Command {
     Explain {
         /// Rule name, as `txlint rules` lists it.
         rule: String,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// `txlint completions bash > ~/.local/share/bash-completion/completions/txlint`,
+    /// `txlint completions zsh > ~/.zfunc/_txlint`,
+    /// `txlint completions fish > ~/.config/fish/completions/txlint.fish`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -224,6 +233,11 @@ fn main() -> ExitCode {
                 })
                 .collect();
             emit(&list)
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "txlint", &mut script);
+            emit(&String::from_utf8_lossy(&script))
         }
         Command::Explain { rule } => match rules::find(&rule) {
             Some(r) => emit(r.doc),

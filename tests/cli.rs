@@ -753,3 +753,40 @@ fn standard_input_stands_for_the_file_named() {
         stderr(&o)
     );
 }
+
+/// The bash completion script completes subcommands and a subcommand's options, in bash itself.
+#[test]
+fn completions_complete_in_bash() {
+    let complete = |words: &str| {
+        let script = format!(
+            "source <('{}' completions bash); COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _txlint txlint \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            env!("CARGO_BIN_EXE_txlint")
+        );
+        let out = Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(complete("txlint ch").trim(), "check");
+    let options = complete("txlint check --fo");
+    assert!(
+        options.lines().any(|l| l == "--format") && options.lines().any(|l| l == "--force-exclude"),
+        "{options}"
+    );
+    let shells = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args(["completions", "nushell"])
+        .output()
+        .expect("txlint");
+    assert_eq!(
+        shells.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+}
