@@ -56,6 +56,13 @@ pub struct Facts {
     /// A table's keys declared by this statement (`CREATE TABLE`, `CREATE UNIQUE INDEX`,
     /// `ALTER TABLE ... ADD CONSTRAINT`).
     pub ddl: Option<Box<TableDdl>>,
+    /// `UPDATE t SET state = .. WHERE id = (SELECT id FROM t WHERE state = 'queued' ..)`: the
+    /// columns the subquery picks its row by and the outer `WHERE` does not test again (a
+    /// one-statement claim: a waiting `UPDATE` re-checks only the outer `WHERE`).
+    pub claim: List<String>,
+    /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = ..)`: the
+    /// columns the insert first checks are absent (an existence check in the statement itself).
+    pub absent: List<String>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
     pub assigns: List<String>,
     /// Variables of the unit that this statement reads.

@@ -8,8 +8,9 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AlterTableOperation, AssignmentTarget, BinaryOperator, ColumnOption, Expr, Ident, ObjectName,
-    SelectItem, SetExpr, Statement, TableConstraint, Value, visit_expressions,
+    AlterTableOperation, AssignmentTarget, BinaryOperator, ColumnOption, Expr, Ident, InTarget,
+    ObjectName, Query, SelectItem, SetExpr, Statement, TableConstraint, TableFactor, Value,
+    visit_expressions,
 };
 
 use crate::model::{ForeignKey, Operand, Pred, SetItem, TableDdl};
@@ -35,6 +36,12 @@ pub struct Structure {
     pub aggregates: Vec<String>,
     pub inserts: Vec<(String, Operand)>,
     pub ddl: Option<TableDdl>,
+    /// `UPDATE t .. WHERE id = (SELECT id FROM t WHERE state = 'queued' ..)`: the columns the
+    /// subquery picks its row by that the outer `WHERE` does not test again.
+    pub claim: Vec<String>,
+    /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = .. AND b = ..)`:
+    /// the columns the insert checks are absent first.
+    pub absent: Vec<String>,
 }
 
 const AGGREGATES: &[&str] = &[
@@ -217,6 +224,32 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                     s.inserts.push((c.clone(), operand(e, &mut positional)));
                 }
             }
+            // `INSERT INTO t (..) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM t WHERE ..)`.
+            if let Some(src) = &ins.source
+                && let SetExpr::Select(select) = src.body.as_ref()
+                && let sqlparser::ast::TableObject::TableName(table) = &ins.table
+            {
+                for (c, item) in columns.iter().zip(&select.projection) {
+                    if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } =
+                        item
+                    {
+                        s.inserts.push((c.clone(), operand(e, &mut positional)));
+                    }
+                }
+                if let Some(w) = &select.selection {
+                    let mut parts = Vec::new();
+                    and_parts(w, &mut parts);
+                    for part in parts {
+                        if let Expr::Exists {
+                            subquery,
+                            negated: true,
+                        } = part
+                        {
+                            s.absent.extend(picked_by(subquery, &table_name(table)));
+                        }
+                    }
+                }
+            }
         }
         Statement::Update(u) => {
             for a in &u.assignments {
@@ -241,11 +274,84 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
             }
             if let Some(w) = &u.selection {
                 s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+                if let TableFactor::Table { name, .. } = &u.table.relation {
+                    s.claim = claim(w, &table_name(name));
+                }
             }
         }
         _ => {}
     }
     s
+}
+
+/// `WHERE id = (SELECT id FROM t WHERE state = 'queued' .. LIMIT 1)` or `id IN (SELECT ..)`
+/// on the updated table `t`: the columns the subquery picks its row by (`col = constant or
+/// parameter`), less those the outer `WHERE` tests itself.
+fn claim(w: &Expr, table: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    and_parts(w, &mut parts);
+    let mut picked = Vec::new();
+    let mut outer = Vec::new();
+    for part in parts {
+        match part {
+            Expr::BinaryOp {
+                op: BinaryOperator::Eq,
+                right,
+                ..
+            } if matches!(right.as_ref(), Expr::Subquery(_)) => {
+                if let Expr::Subquery(q) = right.as_ref() {
+                    picked.extend(picked_by(q, table));
+                }
+            }
+            Expr::In {
+                target: InTarget::Subquery(q),
+                negated: false,
+                ..
+            } => picked.extend(picked_by(q, table)),
+            other => outer.extend(operand(other, &mut 0).idents.iter().map(|i| last(i))),
+        }
+    }
+    picked.retain(|c| !outer.contains(c));
+    picked
+}
+
+fn and_parts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            and_parts(left, out);
+            and_parts(right, out);
+        }
+        Expr::Nested(inner) => and_parts(inner, out),
+        other => out.push(other),
+    }
+}
+
+/// The `col = constant` conjuncts of `SELECT .. FROM <table> WHERE ..` (one table, no join).
+fn picked_by(q: &Query, table: &str) -> Vec<String> {
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return Vec::new();
+    };
+    let one_table = match select.from.as_slice() {
+        [t] if t.joins.is_empty() => match &t.relation {
+            TableFactor::Table { name, .. } => table_name(name) == table,
+            _ => false,
+        },
+        _ => false,
+    };
+    let Some(w) = select.selection.as_ref().filter(|_| one_table) else {
+        return Vec::new();
+    };
+    let mut preds = Vec::new();
+    conjuncts(w, &mut preds, &mut 0);
+    preds
+        .into_iter()
+        .filter(|p| p.value.idents.is_empty())
+        .map(|p| p.column)
+        .collect()
 }
 
 fn name(i: &Ident) -> String {

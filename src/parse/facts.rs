@@ -792,6 +792,8 @@ impl Reader<'_> {
         f.aggregates = s.aggregates.into();
         f.inserts = s.inserts.into();
         f.ddl = s.ddl.map(Box::new);
+        f.claim = s.claim.into();
+        f.absent = s.absent.into();
         for (_, o) in &mut f.inserts {
             rename(o);
         }

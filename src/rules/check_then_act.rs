@@ -18,6 +18,11 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
+        for tx in &unit.transactions {
+            out.extend(tx.steps.iter().filter_map(|s| {
+                one_statement_claim(tx, s).or_else(|| insert_unless_exists(cx, tx, s))
+            }));
+        }
         let flow = Flow::new(unit);
         if !flow.steps.iter().any(is_decision) {
             continue;
@@ -84,6 +89,81 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
+}
+
+/// `UPDATE jobs SET state = 'running' WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
+/// LIMIT 1)`: two sessions' subqueries pick the same row; the second `UPDATE` waits for the
+/// first and then re-checks only its own `WHERE` (`id = ..`) against the new row, so it claims
+/// the row too. A lock in the subquery (`FOR UPDATE SKIP LOCKED`) or the test repeated outside
+/// it settles it; at REPEATABLE READ or SERIALIZABLE the second fails with 40001 instead.
+fn one_statement_claim(tx: &Transaction, step: &Step) -> Option<Diagnostic> {
+    let f = &step.facts;
+    if f.kind != StmtKind::Update
+        || f.claim.is_empty()
+        || !f.row_locks.is_empty()
+        || f.dialect != crate::source::Dialect::Postgres
+        || tx.isolation >= Isolation::RepeatableRead
+    {
+        return None;
+    }
+    let set = f.sets.iter().find(|s| f.claim.contains(&s.column))?;
+    let col = &set.column;
+    let message = format!(
+        "the subquery picks a row by `{col}` and the `UPDATE` changes `{col}` without testing it again: two sessions pick the same row, and the one that waited claims it after the other"
+    );
+    let mut d = Diagnostic::new(&RULE, step.span, message)
+        .note("claims the row")
+        .in_step(step)
+        .help(format!(
+            "lock the subquery's row (`SELECT .. FOR UPDATE SKIP LOCKED`), or test `{col}` again outside the subquery (`WHERE id = (SELECT ..) AND {col} = ..`) and check the affected row count"
+        ));
+    if let Some(at) = set.span {
+        d = d.label(at, "changed here");
+    }
+    Some(d)
+}
+
+/// `INSERT INTO members (email) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM members WHERE email =
+/// $1)` on a table the run declares with no unique key on those columns: two sessions both see
+/// no row (neither sees the other's uncommitted insert) and both insert. Settled by a unique
+/// key, `ON CONFLICT`, an advisory transaction lock taken first at READ COMMITTED (the waiting
+/// statement then sees the committed row), or SERIALIZABLE.
+fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<Diagnostic> {
+    let f = &step.facts;
+    if f.kind != StmtKind::Insert
+        || f.absent.is_empty()
+        || f.on_conflict
+        || f.dialect != crate::source::Dialect::Postgres
+        || tx.isolation == Isolation::Serializable
+        || (tx.isolation == Isolation::ReadCommitted && advisory_before(tx, step.seq).is_some())
+    {
+        return None;
+    }
+    let table = f.writes.first()?;
+    let schema = &cx.program.schema;
+    // Only where the run declares the table: a key declared elsewhere would settle it.
+    if is_hole(&table.name)
+        || !schema.tables.contains_key(&table.name)
+        || schema.unique_within(&table.name, &f.absent).is_some()
+    {
+        return None;
+    }
+    let cols = f.absent.join("`, `");
+    Some(
+        Diagnostic::new(
+            &RULE,
+            table.span,
+            format!(
+                "`WHERE NOT EXISTS` checks `{cols}` in the statement's snapshot, and `{}` has no unique key on it: two sessions both see no row and both insert",
+                table.name
+            ),
+        )
+        .note("inserts unless it exists")
+        .in_step(step)
+        .help(format!(
+            "add a unique constraint on (`{cols}`) and insert with `ON CONFLICT DO NOTHING`, or take `pg_advisory_xact_lock` on the key first in the same transaction (READ COMMITTED)"
+        )),
+    )
 }
 
 /// A read whose answer code decides on: an existence check, `count`, `max`, ....

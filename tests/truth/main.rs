@@ -646,6 +646,129 @@ fn check_then_act_max_plus_one_duplicates() {
     );
 }
 
+const JOBS: &str = "CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL, worker text); \
+     INSERT INTO jobs VALUES (1, 'queued', NULL), (2, 'queued', NULL)";
+
+/// Two workers run `claim` (with `$w` for the worker): what each claimed, and the job rows.
+fn claim_twice(claim: &str) -> (String, String, String) {
+    let db = db(JOBS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    let ra = a.run(&claim.replace("$w", "'a'"));
+    b.send(&claim.replace("$w", "'b'"));
+    // Job 1 is A's until it commits: B, picking job 1 too, must wait (unless it skips
+    // locked rows, and then it does not wait at all).
+    if ra == "1" && !claim.contains("SKIP LOCKED") {
+        db.until_blocked(&b);
+    }
+    a.run("COMMIT");
+    let rb = b.wait();
+    b.run("COMMIT");
+    (
+        ra,
+        rb,
+        db.query("SELECT id || ':' || state || ':' || coalesce(worker, '') FROM jobs ORDER BY id"),
+    )
+}
+
+/// A one-statement claim whose subquery takes no lock: the waiting `UPDATE` re-checks only
+/// `id = 1` against the row the first wrote, and claims job 1 again.
+#[test]
+fn check_then_act_one_statement_claim_claims_twice() {
+    let (a, b, jobs) = claim_twice(
+        "UPDATE jobs SET state = 'running', worker = $w \
+         WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1) RETURNING id",
+    );
+    assert_eq!((a.as_str(), b.as_str()), ("1", "1"), "both claimed job 1");
+    assert_eq!(jobs, "1:running:b\n2:queued:");
+}
+
+/// Fix: `FOR UPDATE SKIP LOCKED` in the subquery; the second worker takes job 2.
+#[test]
+fn check_then_act_one_statement_claim_fix_skip_locked() {
+    let (a, b, jobs) = claim_twice(
+        "UPDATE jobs SET state = 'running', worker = $w WHERE id = \
+         (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
+    );
+    assert_eq!((a.as_str(), b.as_str()), ("1", "2"));
+    assert_eq!(jobs, "1:running:a\n2:running:b");
+}
+
+/// Fix: the state tested again outside the subquery; the waiting claim matches no row.
+#[test]
+fn check_then_act_one_statement_claim_fix_repeated_test() {
+    let (a, b, jobs) = claim_twice(
+        "UPDATE jobs SET state = 'running', worker = $w \
+         WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1) \
+         AND state = 'queued' RETURNING id",
+    );
+    assert_eq!((a.as_str(), b.as_str()), ("1", ""));
+    assert_eq!(jobs, "1:running:a\n2:queued:");
+}
+
+/// `INSERT .. SELECT .. WHERE NOT EXISTS` with no unique key: neither sees the other's
+/// uncommitted row, both insert.
+#[test]
+fn check_then_act_insert_where_not_exists_duplicates() {
+    let (a, b, rows) = register_twice(MEMBERS, None);
+    assert_eq!((a.as_str(), b.as_str(), rows.as_str()), ("x", "x", "2"));
+}
+
+/// Fix: an advisory transaction lock on the key first (READ COMMITTED): the second statement
+/// waits, then its `NOT EXISTS` sees the committed row.
+#[test]
+fn check_then_act_insert_where_not_exists_fix_advisory_lock() {
+    let (a, b, rows) = register_twice(MEMBERS, Some("SELECT pg_advisory_xact_lock(hashtext('x'))"));
+    assert_eq!((a.as_str(), b.as_str(), rows.as_str()), ("x", "", "1"));
+}
+
+/// Fix: a unique key; with `ON CONFLICT DO NOTHING` the second insert waits and inserts nothing.
+#[test]
+fn check_then_act_insert_where_not_exists_fix_unique_key() {
+    let db = db("CREATE TABLE members (email text PRIMARY KEY)");
+    let (mut a, mut b) = (db.session(), db.session());
+    let insert = "INSERT INTO members (email) SELECT 'x' WHERE NOT EXISTS \
+                  (SELECT 1 FROM members WHERE email = 'x') ON CONFLICT DO NOTHING RETURNING email";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(insert), "x");
+    b.send(insert);
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(b.wait(), "");
+    b.run("COMMIT");
+}
+
+/// Two sessions register `x` with `INSERT .. WHERE NOT EXISTS`, each after `lock` if given:
+/// what each inserted, and the rows in the end.
+fn register_twice(setup: &str, lock: Option<&str>) -> (String, String, String) {
+    let db = db(setup);
+    let (mut a, mut b) = (db.session(), db.session());
+    let insert = "INSERT INTO members (email) SELECT 'x' WHERE NOT EXISTS \
+                  (SELECT 1 FROM members WHERE email = 'x') RETURNING email";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    if let Some(l) = lock {
+        a.run(l);
+        b.send(l);
+        db.until_blocked(&b);
+    }
+    let ra = a.run(insert);
+    if lock.is_none() {
+        // Nothing makes B wait: it inserts before A commits.
+        let rb = b.run(insert);
+        a.run("COMMIT");
+        b.run("COMMIT");
+        return (ra, rb, db.query("SELECT count(*) FROM members"));
+    }
+    a.run("COMMIT");
+    b.wait();
+    let rb = b.run(insert);
+    b.run("COMMIT");
+    (ra, rb, db.query("SELECT count(*) FROM members"))
+}
+
 /// A guard read `FOR SHARE` waits for a concurrent update of the row and sees the new value; a
 /// plain read does not wait and sees the old one.
 #[test]
