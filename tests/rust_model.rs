@@ -479,3 +479,64 @@ mod inner {
     assert_eq!(reset.len(), 1);
     assert!(reset[0].1.facts.modifies);
 }
+
+/// diesel chains become the statements diesel sends: kind, tables, filters, `SET` items,
+/// locking clauses, conflict handling, aggregates.
+#[test]
+fn diesel_query_builder_statements() {
+    let src = r#"
+fn f(conn: &mut PgConnection, ids: Vec<i64>, id: i64, n: i64) {
+    jobs::table
+        .filter(jobs::state.eq("queued").and(jobs::id.eq_any(&ids)))
+        .order(jobs::id)
+        .for_update()
+        .skip_locked()
+        .load::<Job>(conn);
+    diesel::update(jobs::table.find(id))
+        .set((jobs::state.eq("done"), jobs::attempts.eq(jobs::attempts + 1)))
+        .execute(conn);
+    jobs::table.select(diesel::dsl::max(jobs::id)).first::<Option<i64>>(conn);
+    diesel::insert_into(jobs::table)
+        .values((jobs::id.eq(n), jobs::state.eq("new")))
+        .on_conflict(jobs::id)
+        .do_nothing()
+        .execute(conn);
+    diesel::delete(jobs::table.filter(jobs::id.eq(id))).execute(conn);
+}
+"#;
+    let units = units(src, "");
+    let s = steps(unit(&units, "f"));
+    let facts: Vec<_> = s.iter().map(|(_, st)| &st.facts).collect();
+    assert_eq!(facts.len(), 5);
+    let claim = facts[0];
+    assert_eq!(claim.kind, txlint::model::StmtKind::Select);
+    assert_eq!(claim.row_locks.len(), 1);
+    assert_eq!(claim.row_locks[0].clause, "FOR UPDATE SKIP LOCKED");
+    assert!(claim.ordered && claim.key_set, "ORDER BY and = ANY");
+    let update = facts[1];
+    let sets: Vec<_> = update
+        .sets
+        .iter()
+        .map(|s| (s.column.as_str(), s.value.idents.clone()))
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            ("state", vec![]),
+            ("attempts", vec!["attempts".to_string()])
+        ],
+        "a host value is a parameter, `attempts + 1` is computed in SQL"
+    );
+    assert_eq!(update.filters[0].column, "id");
+    assert_eq!(facts[2].aggregates[..], ["max".to_string()]);
+    assert!(facts[3].on_conflict);
+    assert_eq!(facts[4].kind, txlint::model::StmtKind::Delete);
+    // Every statement points into the chain that builds it.
+    for (_, st) in &s {
+        assert!(
+            src[st.span.range()].contains("jobs"),
+            "{:?}",
+            &src[st.span.range()]
+        );
+    }
+}

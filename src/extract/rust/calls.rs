@@ -32,6 +32,9 @@ impl<'a> Walker<'a, '_> {
         }
         let receiver = self.expr(&m.receiver);
         let args = self.exprs(&m.args);
+        if let Value::Diesel(q) = receiver {
+            return self.diesel_method(q, m, &args);
+        }
         if name.starts_with("sort") {
             let base = self.source_of(&m.receiver);
             self.sorted
@@ -244,6 +247,9 @@ impl<'a> Walker<'a, '_> {
             return Value::None;
         };
         let owner = segments.len().checked_sub(2).map(|i| segments[i].as_str());
+        if let Some(q) = self.diesel_statement(name, &args) {
+            return q;
+        }
         let first_sql = |i: usize| match args.get(i) {
             Some(Value::Sql(s)) => Some(s.clone()),
             _ => None,

@@ -10,6 +10,7 @@
 
 mod calls;
 mod depth;
+mod diesel;
 mod fallback;
 mod lit;
 mod macros;
@@ -951,6 +952,8 @@ enum Value {
     /// A closure handed to a function of the run, held until that function calls it (an index
     /// into [`Walker::closures`]).
     Closure(usize),
+    /// A diesel query builder chain (see `diesel.rs`).
+    Diesel(Box<diesel::Query>),
 }
 
 /// A closure held for the function it was handed to: its syntax, the variables it sees and

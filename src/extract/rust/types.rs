@@ -95,8 +95,14 @@ pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Exe
         "Client" if from("deadpool_postgres") => Executor::PooledConnection,
         "Connection" if from("rusqlite") || from("libsql") => Executor::Connection,
         "Conn" if from("mysql_async") || from("mysql") => Executor::Connection,
-        "PgConnection" | "MySqlConnection" | "SqliteConnection" | "MysqlConnection"
-        | "AnyConnection" | "Client" => Executor::Connection,
+        "PgConnection"
+        | "MySqlConnection"
+        | "SqliteConnection"
+        | "MysqlConnection"
+        | "AnyConnection"
+        | "Client"
+        | "AsyncPgConnection"
+        | "AsyncMysqlConnection" => Executor::Connection,
         "Transaction" | "DatabaseTransaction" => Executor::Transaction,
         _ => return None,
     })

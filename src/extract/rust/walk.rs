@@ -703,6 +703,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         {
             return v.clone();
         }
+        if let Some(q) = self.diesel_table(path) {
+            return q;
+        }
         // A string constant of this file (or, if unique, of another).
         let konst = self.ix.const_names.get(&name).and_then(|all| {
             let here = all.iter().find(|&&i| self.ix.consts[i].0 == self.file);

@@ -1,0 +1,540 @@
+//! diesel's query builder read as SQL. A chain that starts at `<table>::table` (or
+//! `diesel::update|delete|insert_into(..)`) is collected as a [`Query`] and, at the call that
+//! runs it on a connection (`.first(conn)`, `.load(conn)`, `.execute(conn)`, ...), written out
+//! as the statement diesel sends and emitted like a SQL string: same steps, same rules. The
+//! statement points at the chain; table and column names in it point at their paths.
+
+use super::*;
+
+/// A builder chain, as far as it has been read.
+#[derive(Clone, Debug)]
+pub(super) struct Query {
+    kind: Kind,
+    table: String,
+    /// The table's name in the host (`accounts` of `accounts::table`).
+    table_at: Span,
+    /// `WHERE` conjuncts.
+    filters: Vec<Cond>,
+    /// `SET` items (an `UPDATE`, or `ON CONFLICT .. DO UPDATE`).
+    sets: Vec<(Column, Part)>,
+    /// Columns of an `INSERT` and their values.
+    values: Vec<(Column, Part)>,
+    /// The select list (`*` when not narrowed).
+    columns: Vec<Column>,
+    order: Vec<Column>,
+    lock: Option<&'static str>,
+    wait: Option<&'static str>,
+    on_conflict: Option<&'static str>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Select,
+    Update,
+    Delete,
+    Insert,
+}
+
+/// A column as written: its name and where (the last segment of `accounts::balance`).
+#[derive(Clone, Debug)]
+struct Column {
+    name: String,
+    at: Span,
+}
+
+/// A value in the statement: a host value bound to a parameter, or SQL computed from columns
+/// (`accounts::balance + 1`) whose host values are parameters too.
+#[derive(Clone, Debug)]
+enum Part {
+    Param(Bind),
+    Sql(Vec<Piece>),
+}
+
+#[derive(Clone, Debug)]
+enum Piece {
+    Text(String),
+    Column(Column),
+    Param(Bind),
+}
+
+#[derive(Clone, Debug)]
+struct Cond {
+    column: Column,
+    op: &'static str,
+    value: Option<Part>,
+}
+
+/// The SQL being written, with where each byte of it is in the host.
+struct Writer<'b> {
+    text: String,
+    map: OffsetMap,
+    /// Where text with no place of its own points: the chain.
+    at: Span,
+    binds: &'b mut Vec<Bind>,
+    /// The last thing written was a name: the next byte maps to the end of its host span.
+    after_name: bool,
+}
+
+impl Writer<'_> {
+    fn text(&mut self, s: &str) {
+        for (i, _) in s.char_indices() {
+            if i == 0 && std::mem::take(&mut self.after_name) {
+                continue;
+            }
+            self.map.push(self.text.len() + i, self.at.start());
+        }
+        self.text.push_str(s);
+    }
+    fn column(&mut self, c: &Column) {
+        self.map.push(self.text.len(), c.at.start());
+        self.text.push_str(&c.name);
+        // A name whose host text is not the name (`count(*)` for `.count()`) ends there.
+        self.after_name = c.at.end() - c.at.start() == c.name.len();
+    }
+    fn param(&mut self, b: &Bind) {
+        self.binds.push(b.clone());
+        let p = format!("${}", self.binds.len());
+        self.text(&p);
+    }
+    fn part(&mut self, p: &Part) {
+        match p {
+            Part::Param(b) => self.param(b),
+            Part::Sql(pieces) => {
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => self.text(t),
+                        Piece::Column(c) => self.column(c),
+                        Piece::Param(b) => self.param(b),
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Query {
+    fn write(&self, at: Span) -> (String, OffsetMap, Vec<Bind>) {
+        let mut binds = Vec::new();
+        let mut w = Writer {
+            text: String::new(),
+            map: OffsetMap::shifted(at.start()),
+            at,
+            binds: &mut binds,
+            after_name: false,
+        };
+        let table = Column {
+            name: self.table.clone(),
+            at: self.table_at,
+        };
+        match self.kind {
+            Kind::Select => {
+                w.text("SELECT ");
+                if self.columns.is_empty() {
+                    w.text("*");
+                }
+                for (i, c) in self.columns.iter().enumerate() {
+                    if i > 0 {
+                        w.text(", ");
+                    }
+                    w.column(c);
+                }
+                w.text(" FROM ");
+                w.column(&table);
+            }
+            Kind::Update => {
+                w.text("UPDATE ");
+                w.column(&table);
+                w.text(" SET ");
+                self.assignments(&mut w, &self.sets);
+            }
+            Kind::Delete => {
+                w.text("DELETE FROM ");
+                w.column(&table);
+            }
+            Kind::Insert => {
+                w.text("INSERT INTO ");
+                w.column(&table);
+                if self.values.is_empty() {
+                    // `.values(&new_row)`: columns txlint does not see.
+                    w.text(" DEFAULT VALUES");
+                }
+                w.text(if self.values.is_empty() { "" } else { " (" });
+                for (i, (c, _)) in self.values.iter().enumerate() {
+                    if i > 0 {
+                        w.text(", ");
+                    }
+                    w.column(c);
+                }
+                if !self.values.is_empty() {
+                    w.text(") VALUES (");
+                    for (i, (_, v)) in self.values.iter().enumerate() {
+                        if i > 0 {
+                            w.text(", ");
+                        }
+                        w.part(v);
+                    }
+                    w.text(")");
+                }
+                match self.on_conflict {
+                    Some("DO UPDATE") => {
+                        w.text(" ON CONFLICT DO UPDATE SET ");
+                        self.assignments(&mut w, &self.sets);
+                    }
+                    Some(what) => w.text(&format!(" ON CONFLICT {what}")),
+                    None => {}
+                }
+            }
+        }
+        for (i, c) in self.filters.iter().enumerate() {
+            w.text(if i == 0 { " WHERE " } else { " AND " });
+            w.column(&c.column);
+            w.text(&format!(" {}", c.op));
+            if let Some(v) = &c.value {
+                w.text(" ");
+                let any = c.op == "= ANY";
+                if any {
+                    w.text("(");
+                }
+                w.part(v);
+                if any {
+                    w.text(")");
+                }
+            }
+        }
+        for (i, c) in self.order.iter().enumerate() {
+            w.text(if i == 0 { " ORDER BY " } else { ", " });
+            w.column(c);
+        }
+        if let Some(lock) = self.lock {
+            w.text(&format!(" {lock}"));
+            if let Some(wait) = self.wait {
+                w.text(&format!(" {wait}"));
+            }
+        }
+        let (text, mut map) = (w.text, w.map);
+        // The statement ends where the chain does.
+        map.push(text.len(), at.end());
+        (text, map, binds)
+    }
+
+    fn assignments(&self, w: &mut Writer, sets: &[(Column, Part)]) {
+        // `.set(&changeset)`: columns txlint does not see, written as a hole (see
+        // [`crate::model::is_hole`]) so the statement still reads as an `UPDATE` of these rows.
+        if sets.is_empty() {
+            w.text("___ = ___");
+        }
+        for (i, (c, v)) in sets.iter().enumerate() {
+            if i > 0 {
+                w.text(", ");
+            }
+            w.column(c);
+            w.text(" = ");
+            w.part(v);
+        }
+    }
+}
+
+/// Comparison methods of diesel's expression DSL and the SQL they write.
+const COMPARISONS: &[(&str, &str)] = &[
+    ("eq", "="),
+    ("ne", "<>"),
+    ("gt", ">"),
+    ("ge", ">="),
+    ("lt", "<"),
+    ("le", "<="),
+    ("eq_any", "= ANY"),
+    ("like", "LIKE"),
+];
+
+impl Walker<'_, '_> {
+    /// `accounts::table`: the start of a chain.
+    pub(super) fn diesel_table(&mut self, path: &syn::Path) -> Option<Value> {
+        let n = path.segments.len();
+        if n < 2 || path.segments[n - 1].ident != "table" {
+            return None;
+        }
+        let t = &path.segments[n - 2].ident;
+        Some(Value::Diesel(Box::new(Query {
+            kind: Kind::Select,
+            table: t.to_string(),
+            table_at: self.span(t),
+            filters: Vec::new(),
+            sets: Vec::new(),
+            values: Vec::new(),
+            columns: Vec::new(),
+            order: Vec::new(),
+            lock: None,
+            wait: None,
+            on_conflict: None,
+        })))
+    }
+
+    /// `diesel::update(q)`, `delete(q)`, `insert_into(q)`.
+    pub(super) fn diesel_statement(&mut self, name: &str, args: &[Value]) -> Option<Value> {
+        let kind = match name {
+            "update" => Kind::Update,
+            "delete" => Kind::Delete,
+            "insert_into" => Kind::Insert,
+            _ => return None,
+        };
+        let Some(Value::Diesel(q)) = args.first() else {
+            return None;
+        };
+        let mut q = q.clone();
+        q.kind = kind;
+        Some(Value::Diesel(q))
+    }
+
+    /// A method of a chain: a builder step, or the call that runs it on a connection.
+    pub(super) fn diesel_method(
+        &mut self,
+        mut q: Box<Query>,
+        m: &syn::ExprMethodCall,
+        args: &[Value],
+    ) -> Value {
+        let name = m.method.to_string();
+        let arg = m.args.first();
+        match name.as_str() {
+            "filter" | "and_filter" => {
+                if let Some(e) = arg {
+                    self.conditions(e, &mut q.filters);
+                }
+            }
+            "find" => {
+                if let Some(e) = arg {
+                    q.filters.push(Cond {
+                        column: Column {
+                            name: "id".into(),
+                            at: self.span(&m.method),
+                        },
+                        op: "=",
+                        value: Some(Part::Param(self.bound(e))),
+                    });
+                }
+            }
+            "select" => {
+                if let Some(e) = arg {
+                    q.columns = self.columns(e);
+                }
+            }
+            "count" => {
+                q.columns = vec![Column {
+                    name: "count(*)".into(),
+                    at: self.span(&m.method),
+                }];
+            }
+            "order" | "order_by" | "then_order_by" => {
+                if let Some(e) = arg {
+                    q.order.extend(self.columns(e));
+                }
+            }
+            "set" => {
+                if let Some(e) = arg {
+                    q.sets = self.assignments(e);
+                }
+            }
+            "values" => {
+                if let Some(e) = arg {
+                    q.values = self.assignments(e);
+                }
+            }
+            "for_update" => q.lock = Some("FOR UPDATE"),
+            "for_no_key_update" => q.lock = Some("FOR NO KEY UPDATE"),
+            "for_share" => q.lock = Some("FOR SHARE"),
+            "for_key_share" => q.lock = Some("FOR KEY SHARE"),
+            "skip_locked" => q.wait = Some("SKIP LOCKED"),
+            "no_wait" => q.wait = Some("NOWAIT"),
+            "on_conflict" | "on_conflict_do_nothing" => {
+                q.on_conflict = Some("DO NOTHING");
+            }
+            "do_nothing" => q.on_conflict = Some("DO NOTHING"),
+            "do_update" => q.on_conflict = Some("DO UPDATE"),
+            "first" | "get_result" | "get_results" | "load" | "execute" | "get_result_async"
+            | "load_async" | "execute_async" | "first_async" => {
+                let (handle, via) = match (args.first(), arg) {
+                    (Some(v), Some(e)) => (self.handle(v, e), self.source_of(e)),
+                    _ => (Walker::unknown_handle(), String::new()),
+                };
+                let at = self.span(m);
+                let (text, map, binds) = q.write(at);
+                let sql = Sql {
+                    file: self.parsed().id,
+                    text,
+                    map,
+                    batch: false,
+                    prepared: true,
+                    binds,
+                    dialect: None,
+                    template: false,
+                };
+                return self.emit(&sql, handle, via);
+            }
+            // Builders that change nothing txlint reads: `limit`, `offset`, `into_boxed`,
+            // `distinct`, joins (their other table is not read here).
+            _ => {}
+        }
+        Value::Diesel(q)
+    }
+
+    /// `a.eq(x)`, `a.eq(x).and(b.gt(y))`: `WHERE` conjuncts. Anything else is left out (it
+    /// only narrows the rows).
+    fn conditions(&mut self, e: &syn::Expr, out: &mut Vec<Cond>) {
+        let syn::Expr::MethodCall(m) = e else {
+            return;
+        };
+        let name = m.method.to_string();
+        if name == "and"
+            && let Some(other) = m.args.first()
+        {
+            self.conditions(&m.receiver, out);
+            self.conditions(other, out);
+            return;
+        }
+        let Some(column) = self.column_or_bare(&m.receiver) else {
+            return;
+        };
+        if let Some(&(_, op)) = COMPARISONS.iter().find(|(n, _)| *n == name) {
+            let value = m.args.first().map(|v| self.part(v));
+            out.push(Cond { column, op, value });
+        } else if name == "is_null" || name == "is_not_null" {
+            let op = if name == "is_null" {
+                "IS NULL"
+            } else {
+                "IS NOT NULL"
+            };
+            out.push(Cond {
+                column,
+                op,
+                value: None,
+            });
+        }
+    }
+
+    /// `a.eq(x)` or a tuple of them: `SET`/`VALUES` items.
+    fn assignments(&mut self, e: &syn::Expr) -> Vec<(Column, Part)> {
+        match e {
+            syn::Expr::Tuple(t) => t.elems.iter().flat_map(|x| self.assignments(x)).collect(),
+            syn::Expr::Reference(r) => self.assignments(&r.expr),
+            syn::Expr::Paren(p) => self.assignments(&p.expr),
+            syn::Expr::MethodCall(m) if m.method == "eq" => {
+                match (self.column_or_bare(&m.receiver), m.args.first()) {
+                    (Some(c), Some(v)) => vec![(c, self.part(v))],
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A column or a tuple of columns (`select((a::x, a::y))`, `order(a::x.desc())`).
+    fn columns(&mut self, e: &syn::Expr) -> Vec<Column> {
+        match e {
+            syn::Expr::Tuple(t) => t.elems.iter().flat_map(|x| self.columns(x)).collect(),
+            syn::Expr::Paren(p) => self.columns(&p.expr),
+            syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "desc" | "asc") => {
+                self.columns(&m.receiver)
+            }
+            // `dsl::max(t::n)`, `count(t::id)`: an aggregate of a column.
+            syn::Expr::Call(c) => match (&*c.func, c.args.first()) {
+                (syn::Expr::Path(f), Some(arg)) => {
+                    let f = f.path.segments.last().map(|s| s.ident.to_string());
+                    match (f.as_deref(), self.column(arg)) {
+                        (Some(f @ ("max" | "min" | "sum" | "avg" | "count")), Some(col)) => {
+                            vec![Column {
+                                name: format!("{f}({})", col.name),
+                                at: self.span(c),
+                            }]
+                        }
+                        _ => Vec::new(),
+                    }
+                }
+                _ => Vec::new(),
+            },
+            e => self.column(e).into_iter().collect(),
+        }
+    }
+
+    /// `accounts::balance`: a path whose last two segments are lower case (a table module and
+    /// its column; `Status::Done` is not one), the last not `table`.
+    fn column(&mut self, e: &syn::Expr) -> Option<Column> {
+        let syn::Expr::Path(p) = e else {
+            return None;
+        };
+        let n = p.path.segments.len();
+        let last = &p.path.segments.last()?.ident;
+        let lower = |i: &syn::Ident| !i.to_string().starts_with(|c: char| c.is_uppercase());
+        if n < 2 || last == "table" || !lower(last) || !lower(&p.path.segments[n - 2].ident) {
+            return None;
+        }
+        Some(Column {
+            name: last.to_string(),
+            at: self.span(last),
+        })
+    }
+
+    /// A column where only a column can be (what `.eq(..)` is called on): also one imported
+    /// bare (`use schema::posts::dsl::*; score.eq(..)`), unless it is a variable here.
+    fn column_or_bare(&mut self, e: &syn::Expr) -> Option<Column> {
+        if let syn::Expr::Path(p) = e
+            && let Some(id) = p.path.get_ident()
+            && !self.vars.contains_key(&id.to_string())
+            && !id.to_string().starts_with(|c: char| c.is_uppercase())
+        {
+            return Some(Column {
+                name: id.to_string(),
+                at: self.span(id),
+            });
+        }
+        self.column(e)
+    }
+
+    /// A value: SQL over columns (`accounts::balance + 1`) or a host value (a parameter).
+    fn part(&mut self, e: &syn::Expr) -> Part {
+        if self.mentions_column(e) {
+            let mut pieces = Vec::new();
+            self.pieces(e, &mut pieces);
+            Part::Sql(pieces)
+        } else {
+            Part::Param(self.bound(e))
+        }
+    }
+
+    fn mentions_column(&mut self, e: &syn::Expr) -> bool {
+        match e {
+            syn::Expr::Path(_) => self.column(e).is_some(),
+            syn::Expr::Binary(b) => self.mentions_column(&b.left) || self.mentions_column(&b.right),
+            syn::Expr::Paren(p) => self.mentions_column(&p.expr),
+            _ => false,
+        }
+    }
+
+    fn pieces(&mut self, e: &syn::Expr, out: &mut Vec<Piece>) {
+        match e {
+            syn::Expr::Binary(b) => {
+                self.pieces(&b.left, out);
+                let op = match b.op {
+                    syn::BinOp::Add(_) => " + ",
+                    syn::BinOp::Sub(_) => " - ",
+                    syn::BinOp::Mul(_) => " * ",
+                    syn::BinOp::Div(_) => " / ",
+                    _ => " ? ",
+                };
+                out.push(Piece::Text(op.into()));
+                self.pieces(&b.right, out);
+            }
+            syn::Expr::Paren(p) => {
+                out.push(Piece::Text("(".into()));
+                self.pieces(&p.expr, out);
+                out.push(Piece::Text(")".into()));
+            }
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => out.push(Piece::Text(i.base10_digits().into())),
+            e => match self.column(e) {
+                Some(c) => out.push(Piece::Column(c)),
+                None => out.push(Piece::Param(self.bound(e))),
+            },
+        }
+    }
+}
