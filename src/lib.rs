@@ -218,6 +218,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         unreadable += x.unreadable;
         diagnostics.extend(x.notes);
         routines.extend(x.routines);
+        program.generated.extend(x.generated);
         diagnostics.extend(x.limits.iter().map(|(span, what)| {
             rules::analysis_limit::analysis_limit_diagnostic(
                 *span,

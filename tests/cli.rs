@@ -790,3 +790,20 @@ fn completions_complete_in_bash() {
         "an unknown shell is a usage error"
     );
 }
+
+/// `txlint model` shows the statement txlint wrote for a diesel chain.
+#[test]
+fn model_shows_query_builder_sql() {
+    let out = txlint(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["model", "fixtures/lost-update/valid_diesel.rs"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for sql in [
+        "as SQL: SELECT balance FROM accounts WHERE id = $1 FOR UPDATE",
+        "as SQL: UPDATE accounts SET balance = $1 WHERE id = $2",
+        "as SQL: UPDATE accounts SET balance = balance + $1 WHERE id = $2",
+    ] {
+        assert!(text.contains(sql), "missing {sql:?} in:\n{text}");
+    }
+}

@@ -136,6 +136,8 @@ pub struct Extracted {
     pub notes: Vec<crate::diagnostic::Diagnostic>,
     /// Of those, the files that could not be read at all.
     pub unreadable: usize,
+    /// SQL txlint wrote for query-builder chains (diesel), by the chain's span.
+    pub generated: Vec<(Span, String)>,
 }
 
 impl Extracted {
@@ -145,6 +147,7 @@ impl Extracted {
         self.failures.extend(o.failures);
         self.embedded.extend(o.embedded);
         self.routines.extend(o.routines);
+        self.generated.extend(o.generated);
         self.limits.extend(o.limits);
         self.stats += o.stats;
         self.notes.extend(o.notes);

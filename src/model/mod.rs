@@ -21,6 +21,8 @@ pub struct Program {
     pub skipped: Vec<(Unit, Skip)>,
     /// Tables and keys the run's SQL declares.
     pub schema: schema::Schema,
+    /// SQL txlint wrote for query-builder chains (diesel), by the statement's span.
+    pub generated: std::collections::HashMap<Span, String>,
 }
 
 impl Program {
@@ -29,6 +31,7 @@ impl Program {
         self.units = Vec::new();
         self.skipped = Vec::new();
         self.schema = schema::Schema::default();
+        self.generated = Default::default();
     }
 }
 

@@ -103,6 +103,9 @@ pub fn render(run: &Run) -> String {
                     f.kind,
                     notes.join(", ").trim()
                 );
+                if let Some(sql) = run.program.generated.get(&step.span) {
+                    let _ = writeln!(out, "      as SQL: {sql}");
+                }
             }
         }
     }

@@ -357,6 +357,7 @@ impl Walker<'_, '_> {
                 };
                 let at = self.span(m);
                 let (text, map, binds) = q.write(at);
+                self.front.out.generated.push((at, text.clone()));
                 let sql = Sql {
                     file: self.parsed().id,
                     text,
