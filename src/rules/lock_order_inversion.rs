@@ -312,7 +312,12 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
             input = true;
             KeyPart {
                 column: p.column.clone(),
-                value: bound.map_or_else(|| format!("${n}"), |i| format!("host:{}", i.text)),
+                value: bound.map_or_else(
+                    || format!("${n}"),
+                    |i| {
+                        read_row_key(tx, i, &p.column).unwrap_or_else(|| format!("host:{}", i.text))
+                    },
+                ),
                 shown: bound.map_or_else(|| format!("${n}"), Input::shown),
                 ordered: orders || bound.is_some_and(|i| i.ordered),
                 sources: bound
@@ -351,6 +356,27 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
     }
     parts.sort_by(|a, b| a.column.cmp(&b.column));
     input.then_some(parts)
+}
+
+/// A key bound to a field of a value built from an earlier read of this transaction (`c.id`,
+/// where `c` came from the read that selected by `id = $1`): that read's key, so both name the
+/// same row.
+fn read_row_key(tx: &Transaction, input: &Input, column: &str) -> Option<String> {
+    let (_, field) = input.text.rsplit_once('.')?;
+    if field != column {
+        return None;
+    }
+    tx.steps
+        .iter()
+        .filter(|s| input.from.contains(&s.seq))
+        .find_map(|s| {
+            s.facts
+                .filters
+                .iter()
+                .find(|q| q.column == column)
+                .map(|q| (s, q))
+        })
+        .map(|(s, q)| value_key(&q.value, s))
 }
 
 /// An upsert of a key set (`INSERT ... SELECT ... FROM unnest($1) ON CONFLICT DO UPDATE`)
