@@ -247,7 +247,10 @@ impl<'a> Walker<'a, '_> {
             return Value::None;
         };
         let owner = segments.len().checked_sub(2).map(|i| segments[i].as_str());
-        if let Some(q) = self.diesel_statement(name, &args) {
+        if let Some(q) = self
+            .diesel_statement(name, &args)
+            .or_else(|| self.seaorm_entity(&p.path, c.args.first()))
+        {
             return q;
         }
         let first_sql = |i: usize| match args.get(i) {

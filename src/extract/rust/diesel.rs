@@ -9,26 +9,26 @@ use super::*;
 /// A builder chain, as far as it has been read.
 #[derive(Clone, Debug)]
 pub(super) struct Query {
-    kind: Kind,
+    pub(super) kind: Kind,
     table: String,
     /// The table's name in the host (`accounts` of `accounts::table`).
     table_at: Span,
     /// `WHERE` conjuncts.
-    filters: Vec<Cond>,
+    pub(super) filters: Vec<Cond>,
     /// `SET` items (an `UPDATE`, or `ON CONFLICT .. DO UPDATE`).
-    sets: Vec<(Column, Part)>,
+    pub(super) sets: Vec<(Column, Part)>,
     /// Columns of an `INSERT` and their values.
     values: Vec<(Column, Part)>,
     /// The select list (`*` when not narrowed).
-    columns: Vec<Column>,
+    pub(super) columns: Vec<Column>,
     order: Vec<Column>,
-    lock: Option<&'static str>,
-    wait: Option<&'static str>,
+    pub(super) lock: Option<&'static str>,
+    pub(super) wait: Option<&'static str>,
     on_conflict: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Select,
     Update,
     Delete,
@@ -37,31 +37,31 @@ enum Kind {
 
 /// A column as written: its name and where (the last segment of `accounts::balance`).
 #[derive(Clone, Debug)]
-struct Column {
-    name: String,
-    at: Span,
+pub(super) struct Column {
+    pub(super) name: String,
+    pub(super) at: Span,
 }
 
 /// A value in the statement: a host value bound to a parameter, or SQL computed from columns
 /// (`accounts::balance + 1`) whose host values are parameters too.
 #[derive(Clone, Debug)]
-enum Part {
+pub(super) enum Part {
     Param(Bind),
     Sql(Vec<Piece>),
 }
 
 #[derive(Clone, Debug)]
-enum Piece {
+pub(super) enum Piece {
     Text(String),
     Column(Column),
     Param(Bind),
 }
 
 #[derive(Clone, Debug)]
-struct Cond {
-    column: Column,
-    op: &'static str,
-    value: Option<Part>,
+pub(super) struct Cond {
+    pub(super) column: Column,
+    pub(super) op: &'static str,
+    pub(super) value: Option<Part>,
 }
 
 /// The SQL being written, with where each byte of it is in the host.
@@ -113,6 +113,34 @@ impl Writer<'_> {
 }
 
 impl Query {
+    pub(super) fn new(kind: Kind, table: String, table_at: Span) -> Self {
+        Query {
+            kind,
+            table,
+            table_at,
+            filters: Vec::new(),
+            sets: Vec::new(),
+            values: Vec::new(),
+            columns: Vec::new(),
+            order: Vec::new(),
+            lock: None,
+            wait: None,
+            on_conflict: None,
+        }
+    }
+
+    /// An `INSERT` of these columns (an `UPDATE`'s `SET` items become its values).
+    pub(super) fn into_insert(mut self) -> Self {
+        self.kind = Kind::Insert;
+        self.values = std::mem::take(&mut self.sets);
+        self.values.extend(
+            self.filters
+                .drain(..)
+                .filter_map(|c| c.value.map(|v| (c.column, v))),
+        );
+        self
+    }
+
     fn write(&self, at: Span) -> (String, OffsetMap, Vec<Bind>) {
         let mut binds = Vec::new();
         let mut w = Writer {
@@ -254,19 +282,11 @@ impl Walker<'_, '_> {
             return None;
         }
         let t = &path.segments[n - 2].ident;
-        Some(Value::Diesel(Box::new(Query {
-            kind: Kind::Select,
-            table: t.to_string(),
-            table_at: self.span(t),
-            filters: Vec::new(),
-            sets: Vec::new(),
-            values: Vec::new(),
-            columns: Vec::new(),
-            order: Vec::new(),
-            lock: None,
-            wait: None,
-            on_conflict: None,
-        })))
+        Some(Value::Diesel(Box::new(Query::new(
+            Kind::Select,
+            t.to_string(),
+            self.span(t),
+        ))))
     }
 
     /// `diesel::update(q)`, `delete(q)`, `insert_into(q)`.
@@ -322,6 +342,51 @@ impl Walker<'_, '_> {
                     name: "count(*)".into(),
                     at: self.span(&m.method),
                 }];
+                // sea-orm's `count(db)` runs the query.
+                if arg.is_some() {
+                    return self.run_query(&q, m, args);
+                }
+            }
+            // sea-orm.
+            "lock_exclusive" => q.lock = Some("FOR UPDATE"),
+            "lock_shared" => q.lock = Some("FOR SHARE"),
+            "lock" | "lock_with_behavior" => {
+                let said = |e: Option<&syn::Expr>| e.map(|e| self.source_of(e)).unwrap_or_default();
+                let (kind, behavior) = (said(arg), said(m.args.iter().nth(1)));
+                q.lock = Some(match kind.rsplit("::").next() {
+                    Some("Share") => "FOR SHARE",
+                    Some("NoKeyUpdate") => "FOR NO KEY UPDATE",
+                    Some("KeyShare") => "FOR KEY SHARE",
+                    _ => "FOR UPDATE",
+                });
+                q.wait = match behavior.rsplit("::").next() {
+                    Some("SkipLocked") => Some("SKIP LOCKED"),
+                    Some("Nowait") => Some("NOWAIT"),
+                    _ => None,
+                };
+            }
+            "col_expr" => {
+                if let (Some(c), Some(v)) = (arg.and_then(|e| self.column(e)), m.args.iter().nth(1))
+                {
+                    let v = self.seaorm_value(v);
+                    q.sets.push((c, v));
+                }
+            }
+            "one" | "all" | "exec" | "exec_with_returning" | "stream" => {
+                return self.run_query(&q, m, args);
+            }
+            // An active model written back.
+            "update" | "insert" | "save" | "delete" if arg.is_some() => {
+                let q = match name.as_str() {
+                    "insert" => q.into_insert(),
+                    "save" if q.filters.is_empty() => q.into_insert(),
+                    "delete" => {
+                        q.kind = Kind::Delete;
+                        *q
+                    }
+                    _ => *q,
+                };
+                return self.run_query(&q, m, args);
             }
             "order" | "order_by" | "then_order_by" => {
                 if let Some(e) = arg {
@@ -351,30 +416,40 @@ impl Walker<'_, '_> {
             "do_update" => q.on_conflict = Some("DO UPDATE"),
             "first" | "get_result" | "get_results" | "load" | "execute" | "get_result_async"
             | "load_async" | "execute_async" | "first_async" => {
-                let (handle, via) = match (args.first(), arg) {
-                    (Some(v), Some(e)) => (self.handle(v, e), self.source_of(e)),
-                    _ => (Walker::unknown_handle(), String::new()),
-                };
-                let at = self.span(m);
-                let (text, map, binds) = q.write(at);
-                self.front.out.generated.push((at, text.clone()));
-                let sql = Sql {
-                    file: self.parsed().id,
-                    text,
-                    map,
-                    batch: false,
-                    prepared: true,
-                    binds,
-                    dialect: None,
-                    template: false,
-                };
-                return self.emit(&sql, handle, via);
+                return self.run_query(&q, m, args);
             }
             // Builders that change nothing txlint reads: `limit`, `offset`, `into_boxed`,
             // `distinct`, joins (their other table is not read here).
             _ => {}
         }
         Value::Diesel(q)
+    }
+
+    /// Run `q` on the connection the call `m` is given: the statement, written out and emitted.
+    pub(super) fn run_query(
+        &mut self,
+        q: &Query,
+        m: &syn::ExprMethodCall,
+        args: &[Value],
+    ) -> Value {
+        let (handle, via) = match (args.first(), m.args.first()) {
+            (Some(v), Some(e)) => (self.handle(v, e), self.source_of(e)),
+            _ => (Walker::unknown_handle(), String::new()),
+        };
+        let at = self.span(m);
+        let (text, map, binds) = q.write(at);
+        self.front.out.generated.push((at, text.clone()));
+        let sql = Sql {
+            file: self.parsed().id,
+            text,
+            map,
+            batch: false,
+            prepared: true,
+            binds,
+            dialect: None,
+            template: false,
+        };
+        self.emit(&sql, handle, via)
     }
 
     /// `a.eq(x)`, `a.eq(x).and(b.gt(y))`: `WHERE` conjuncts. Anything else is left out (it
@@ -458,6 +533,9 @@ impl Walker<'_, '_> {
     /// `accounts::balance`: a path whose last two segments are lower case (a table module and
     /// its column; `Status::Done` is not one), the last not `table`.
     fn column(&mut self, e: &syn::Expr) -> Option<Column> {
+        if let Some(c) = self.seaorm_column(e) {
+            return Some(c);
+        }
         let syn::Expr::Path(p) = e else {
             return None;
         };
@@ -490,7 +568,7 @@ impl Walker<'_, '_> {
     }
 
     /// A value: SQL over columns (`accounts::balance + 1`) or a host value (a parameter).
-    fn part(&mut self, e: &syn::Expr) -> Part {
+    pub(super) fn part(&mut self, e: &syn::Expr) -> Part {
         if self.mentions_column(e) {
             let mut pieces = Vec::new();
             self.pieces(e, &mut pieces);

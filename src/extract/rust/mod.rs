@@ -15,6 +15,7 @@ mod fallback;
 mod lit;
 mod macros;
 pub mod prescan;
+mod seaorm;
 mod types;
 mod walk;
 

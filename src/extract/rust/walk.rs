@@ -242,7 +242,11 @@ impl<'a, 'w> Walker<'a, 'w> {
                                 self.ordered.insert(n, sources.clone());
                             }
                         }
-                        self.or_data(v, &init.expr)
+                        match &local.pat {
+                            syn::Pat::Type(t) => self.seaorm_typed(&t.ty, &init.expr),
+                            _ => None,
+                        }
+                        .unwrap_or_else(|| self.or_data(v, &init.expr))
                     }
                     None => Value::None,
                 };
@@ -620,6 +624,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
             E::Let(l) => self.expr(&l.expr),
+            E::Assign(a) if self.seaorm_assign(&a.left, &a.right) => Value::None,
             E::Assign(a) => {
                 let v = self.expr(&a.right);
                 let v = self.or_data(v, &a.right);
@@ -642,6 +647,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.exprs(&a.elems);
                 Value::None
             }
+            E::Struct(s) if let Some(v) = self.seaorm_active_model(s) => v,
             E::Struct(s) => {
                 // `Counter { id, n }`: data if a field is.
                 let fields: Vec<Value> = s
