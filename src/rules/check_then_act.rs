@@ -24,7 +24,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             }));
         }
         let flow = Flow::new(unit);
-        if !flow.steps.iter().any(is_decision) {
+        if !flow.steps.iter().any(|r| is_decision(r) || is_presence(r)) {
             continue;
         }
         // The reads each branch arm is taken on.
@@ -67,7 +67,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .flat_map(|t| flow.reads_of(&t.name, j));
             let mut candidates: Vec<usize> = of_table
                 .chain(by_seq)
-                .filter(|&i| i < j && is_decision(&flow.steps[i]))
+                .filter(|&i| i < j && (is_decision(&flow.steps[i]) || is_presence(&flow.steps[i])))
                 .collect();
             candidates.sort_unstable_by(|a, b| b.cmp(a));
             candidates.dedup();
@@ -175,10 +175,24 @@ fn is_decision(r: &At) -> bool {
         && r.txn.scope != Scope::Unknown
 }
 
+/// A read of rows by key whose presence code may decide on (`fetch_optional` then `None =>`,
+/// PL/pgSQL `IF NOT FOUND`). Only get-or-create counts (see [`finding`]).
+fn is_presence(r: &At) -> bool {
+    let rf = &r.step.facts;
+    rf.kind == StmtKind::Select
+        && rf.aggregates.is_empty()
+        && !rf.modifies
+        && rf.row_locks.is_empty()
+        && !rf.filters.is_empty()
+        && r.txn.scope != Scope::Unknown
+}
+
 /// What the read decides with, for messages.
 fn what(r: &Step) -> String {
     let agg = &r.facts.aggregates;
-    if agg.iter().any(|a| a == "exists") {
+    if agg.is_empty() {
+        "lookup (whether a row exists)".to_string()
+    } else if agg.iter().any(|a| a == "exists") {
         "existence check".to_string()
     } else {
         format!("`{}`", agg.join("`, `"))
@@ -194,6 +208,17 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
         return None;
     }
     let how = depends(unit, flow, r.step, wi, table)?;
+    // A row's presence decides only get-or-create: an insert of the very key the read looked
+    // up, in an arm taken on the read, into a table the run declares (a unique key declared
+    // elsewhere would settle it).
+    if rf.aggregates.is_empty()
+        && (wf.kind != StmtKind::Insert
+            || !inserts_checked_key(r.step, w.step, table)
+            || !under_condition(unit, r.step, w.step)
+            || !cx.program.schema.tables.contains_key(table))
+    {
+        return None;
+    }
     if rechecks(r.step, w.step) {
         return None;
     }
@@ -279,6 +304,28 @@ fn guards(g: &Step, r: &Step) -> bool {
 
 /// How the write depends on the read, if it does. A decision is a branch on the value that
 /// was read, never on whether the call succeeded: a `?` decides nothing.
+/// The insert writes the key the read checked (`WHERE email = $1`, then `INSERT .. (email)
+/// VALUES ($1)`): duplicate registration.
+fn inserts_checked_key(r: &Step, w: &Step, table: &str) -> bool {
+    let f = &w.facts;
+    f.kind == StmtKind::Insert
+        && r.facts.reads.iter().any(|t| t.name == table)
+        && r.facts.filters.iter().any(|p| {
+            f.inserts.iter().any(|(c, o)| {
+                *c == p.column
+                    && value_key(o, w) == value_key(&p.value, r)
+                    && (is_var(&o.text, w) || !o.params.is_empty())
+            })
+        })
+}
+
+/// The write is in a branch arm taken on the read's value.
+fn under_condition(unit: &Unit, r: &Step, w: &Step) -> bool {
+    unit.conditions
+        .iter()
+        .any(|c| !c.failed && w.branch.contains(&c.branch) && c.from.contains(&r.seq))
+}
+
 fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option<&'static str> {
     let w = flow.steps[wi].step;
     let f = &w.facts;
@@ -292,17 +339,8 @@ fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option
         return Some("it writes a value computed from it");
     }
     // Duplicate registration: insert the very key that was checked.
-    if f.kind == StmtKind::Insert && r.facts.reads.iter().any(|t| t.name == table) {
-        let same_key = r.facts.filters.iter().any(|p| {
-            f.inserts.iter().any(|(c, o)| {
-                *c == p.column
-                    && value_key(o, w) == value_key(&p.value, r)
-                    && (is_var(&o.text, w) || !o.params.is_empty())
-            })
-        });
-        if same_key {
-            return Some("it inserts the key it checked");
-        }
+    if inserts_checked_key(r, w, table) {
+        return Some("it inserts the key it checked");
     }
     // The write is in a branch taken on the read's value, or comes after an exit taken on it
     // (`if taken { return ... }`, `IF n >= cap THEN RAISE ...`) and is about what it checked.
@@ -311,7 +349,7 @@ fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option
             .iter()
             .any(|c| !c.failed && branch.contains(&c.branch) && c.from.contains(&r.seq))
     };
-    if on_read(&w.branch) {
+    if under_condition(unit, r, w) {
         return Some("it runs under a condition on it");
     }
     if about(r, w, table)

@@ -769,6 +769,23 @@ fn register_twice(setup: &str, lock: Option<&str>) -> (String, String, String) {
     (ra, rb, db.query("SELECT count(*) FROM members"))
 }
 
+/// Get-or-create: both look the name up, find nothing, and insert it.
+#[test]
+fn check_then_act_get_or_create_duplicates() {
+    let db = db(MEMBERS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let lookup = "SELECT email FROM members WHERE email = 'x'";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(lookup), "");
+    assert_eq!(b.run(lookup), "");
+    a.run("INSERT INTO members VALUES ('x')");
+    b.run("INSERT INTO members VALUES ('x')");
+    a.run("COMMIT");
+    b.run("COMMIT");
+    assert_eq!(db.query("SELECT count(*) FROM members"), "2");
+}
+
 /// A guard read `FOR SHARE` waits for a concurrent update of the row and sees the new value; a
 /// plain read does not wait and sees the old one.
 #[test]
