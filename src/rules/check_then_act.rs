@@ -18,10 +18,25 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
+        // Where advisory transaction locks are first taken (see `locked_before`), found once.
+        let in_autocommit = unit
+            .transactions
+            .iter()
+            .filter(|t| t.scope.is_autocommit())
+            .filter_map(first_advisory)
+            .min();
         for tx in &unit.transactions {
-            out.extend(tx.steps.iter().filter_map(|s| {
-                one_statement_claim(tx, s).or_else(|| insert_unless_exists(cx, tx, s))
-            }));
+            let in_tx = first_advisory(tx).filter(|_| tx.isolation == Isolation::ReadCommitted);
+            let locked_before =
+                |seq: usize| [in_tx, in_autocommit].iter().flatten().any(|&l| l < seq);
+            out.extend(
+                tx.steps
+                    .iter()
+                    .filter(|s| !locked_before(s.seq))
+                    .filter_map(|s| {
+                        one_statement_claim(tx, s).or_else(|| insert_unless_exists(cx, tx, s))
+                    }),
+            );
         }
         let flow = Flow::new(unit);
         if !flow.steps.iter().any(|r| is_decision(r) || is_presence(r)) {
@@ -91,6 +106,22 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Where `tx` first takes an advisory transaction lock. A one-statement shape after it is
+/// serialised by it: in its own transaction at READ COMMITTED (the statement's snapshot starts
+/// after the wait), or, taken in autocommit, it was meant to (`xact-lock-outside-transaction`
+/// reports that, and its fix settles the statement too: one race, one finding).
+fn first_advisory(tx: &Transaction) -> Option<usize> {
+    tx.steps
+        .iter()
+        .find(|s| {
+            s.facts.advisory.iter().any(|a| {
+                a.scope == LockScope::Transaction
+                    && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
+            })
+        })
+        .map(|s| s.seq)
+}
+
 /// `UPDATE jobs SET state = 'running' WHERE id = (SELECT id FROM jobs WHERE state = 'queued'
 /// LIMIT 1)`: two sessions' subqueries pick the same row; the second `UPDATE` waits for the
 /// first and then re-checks only its own `WHERE` (`id = ..`) against the new row, so it claims
@@ -135,7 +166,6 @@ fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<D
         || f.on_conflict
         || f.dialect != crate::source::Dialect::Postgres
         || tx.isolation == Isolation::Serializable
-        || (tx.isolation == Isolation::ReadCommitted && advisory_before(tx, step.seq).is_some())
     {
         return None;
     }

@@ -707,6 +707,31 @@ fn check_then_act_one_statement_claim_fix_repeated_test() {
     assert_eq!(jobs, "1:running:a\n2:queued:");
 }
 
+/// Fix: an advisory transaction lock taken first (READ COMMITTED): the second claim waits for
+/// it, and its statement's snapshot, taken after the wait, sees job 1 claimed.
+#[test]
+fn check_then_act_one_statement_claim_fix_advisory_lock() {
+    let db = db(JOBS);
+    let (mut a, mut b) = (db.session(), db.session());
+    let lock = "SELECT pg_advisory_xact_lock(hashtext('jobs'))";
+    let claim = |w: &str| {
+        format!(
+            "UPDATE jobs SET state = 'running', worker = '{w}' \
+             WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1) RETURNING id"
+        )
+    };
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run(lock);
+    b.send(lock);
+    db.until_blocked(&b);
+    assert_eq!(a.run(&claim("a")), "1");
+    a.run("COMMIT");
+    b.wait();
+    assert_eq!(b.run(&claim("b")), "2");
+    b.run("COMMIT");
+}
+
 /// `INSERT .. SELECT .. WHERE NOT EXISTS` with no unique key: neither sees the other's
 /// uncommitted row, both insert.
 #[test]
