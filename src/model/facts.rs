@@ -244,6 +244,14 @@ impl Operand {
     }
 }
 
+impl AdvisoryCall {
+    /// Takes (or tries to take) a transaction-scoped lock.
+    pub fn takes_xact_lock(&self) -> bool {
+        self.scope == LockScope::Transaction
+            && matches!(self.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
+    }
+}
+
 impl Facts {
     /// Give back what building the facts over-allocated: a run keeps the facts of every
     /// statement until its rules are done.

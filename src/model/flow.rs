@@ -193,8 +193,5 @@ pub fn advisory_before(tx: &Transaction, seq: usize) -> Option<&AdvisoryCall> {
         .iter()
         .filter(|s| s.seq < seq)
         .flat_map(|s| &s.facts.advisory)
-        .find(|a| {
-            a.scope == LockScope::Transaction
-                && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
-        })
+        .find(|a| a.takes_xact_lock())
 }

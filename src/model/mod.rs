@@ -367,6 +367,12 @@ pub struct Input {
 }
 
 impl Input {
+    /// The value is a field named `column` of another value (`c.id` for `id`): with `from`, the
+    /// key of the row that value was read from.
+    pub fn is_field(&self, column: &str) -> bool {
+        self.text.rsplit_once('.').is_some_and(|(_, f)| f == column)
+    }
+
     /// The value as shown in messages: its name when it is a plain path, else the parameter.
     pub fn shown(&self) -> String {
         let plain = self

@@ -315,6 +315,7 @@ fn claim(w: &Expr, table: &str) -> Vec<String> {
     picked
 }
 
+/// The parts of `a AND (b AND c)`, in order, parentheses looked through.
 fn and_parts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::BinaryOp {
@@ -377,17 +378,19 @@ fn column_name(e: &Expr) -> Option<String> {
 /// `a = x AND b = y AND ...`: the `col = value` conjuncts; false when there are other
 /// conditions too.
 fn conjuncts(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
+    let mut parts = Vec::new();
+    and_parts(e, &mut parts);
+    // Every part is read (in order: placeholders are numbered as they come).
+    let mut only = true;
+    for part in parts {
+        only &= conjunct(part, out, positional);
+    }
+    only
+}
+
+/// One part of a conjunction: a `col = value` is pushed to `out`; false for anything else.
+fn conjunct(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
     match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let l = conjuncts(left, out, positional);
-            let r = conjuncts(right, out, positional);
-            l && r
-        }
-        Expr::Nested(inner) => conjuncts(inner, out, positional),
         Expr::BinaryOp {
             left,
             op: BinaryOperator::Eq,

@@ -113,12 +113,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 fn first_advisory(tx: &Transaction) -> Option<usize> {
     tx.steps
         .iter()
-        .find(|s| {
-            s.facts.advisory.iter().any(|a| {
-                a.scope == LockScope::Transaction
-                    && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
-            })
-        })
+        .find(|s| s.facts.advisory.iter().any(AdvisoryCall::takes_xact_lock))
         .map(|s| s.seq)
 }
 
@@ -244,7 +239,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
     if rf.aggregates.is_empty()
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
-            || !under_condition(unit, r.step, w.step)
+            || !taken_on(unit, r.step, &w.step.branch)
             || !cx.program.schema.tables.contains_key(table))
     {
         return None;
@@ -332,8 +327,6 @@ fn guards(g: &Step, r: &Step) -> bool {
     same_rows || (exclusive && keyed)
 }
 
-/// How the write depends on the read, if it does. A decision is a branch on the value that
-/// was read, never on whether the call succeeded: a `?` decides nothing.
 /// The insert writes the key the read checked (`WHERE email = $1`, then `INSERT .. (email)
 /// VALUES ($1)`): duplicate registration.
 fn inserts_checked_key(r: &Step, w: &Step, table: &str) -> bool {
@@ -349,13 +342,16 @@ fn inserts_checked_key(r: &Step, w: &Step, table: &str) -> bool {
         })
 }
 
-/// The write is in a branch arm taken on the read's value.
-fn under_condition(unit: &Unit, r: &Step, w: &Step) -> bool {
+/// Code in these branch arms (a step's or an exit's) runs only on a condition on the read's
+/// value.
+fn taken_on(unit: &Unit, r: &Step, branch: &[usize]) -> bool {
     unit.conditions
         .iter()
-        .any(|c| !c.failed && w.branch.contains(&c.branch) && c.from.contains(&r.seq))
+        .any(|c| !c.failed && branch.contains(&c.branch) && c.from.contains(&r.seq))
 }
 
+/// How the write depends on the read, if it does. A decision is a branch on the value that
+/// was read, never on whether the call succeeded: a `?` decides nothing.
 fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option<&'static str> {
     let w = flow.steps[wi].step;
     let f = &w.facts;
@@ -374,18 +370,13 @@ fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option
     }
     // The write is in a branch taken on the read's value, or comes after an exit taken on it
     // (`if taken { return ... }`, `IF n >= cap THEN RAISE ...`) and is about what it checked.
-    let on_read = |branch: &[usize]| {
-        unit.conditions
-            .iter()
-            .any(|c| !c.failed && branch.contains(&c.branch) && c.from.contains(&r.seq))
-    };
-    if under_condition(unit, r, w) {
+    if taken_on(unit, r, &w.branch) {
         return Some("it runs under a condition on it");
     }
     if about(r, w, table)
         && unit
             .exits_between(r.seq, w.seq)
-            .any(|e| e.kind == ExitKind::Return && on_read(&e.branch))
+            .any(|e| e.kind == ExitKind::Return && taken_on(unit, r, &e.branch))
     {
         return Some("it runs only when an early return on it was not taken");
     }

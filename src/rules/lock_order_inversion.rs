@@ -52,16 +52,15 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 fn guarded(before: &[Step]) -> bool {
     before.iter().any(|s| {
         let f = &s.facts;
-        f.advisory.iter().any(|a| {
-            a.scope == LockScope::Transaction
-                && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
-        }) || f.row_locks.iter().any(|l| {
-            l.wait == LockWait::Block
-                && matches!(
-                    l.strength,
-                    RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                )
-        }) || matches!(f.kind, StmtKind::Update | StmtKind::Delete)
+        f.advisory.iter().any(AdvisoryCall::takes_xact_lock)
+            || f.row_locks.iter().any(|l| {
+                l.wait == LockWait::Block
+                    && matches!(
+                        l.strength,
+                        RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+                    )
+            })
+            || matches!(f.kind, StmtKind::Update | StmtKind::Delete)
             || f.table_lock.is_some()
     })
 }
@@ -362,8 +361,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
 /// where `c` came from the read that selected by `id = $1`): that read's key, so both name the
 /// same row.
 fn read_row_key(tx: &Transaction, input: &Input, column: &str) -> Option<String> {
-    let (_, field) = input.text.rsplit_once('.')?;
-    if field != column {
+    if !input.is_field(column) {
         return None;
     }
     tx.steps

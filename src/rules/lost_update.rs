@@ -210,11 +210,9 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
 fn field_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
     !wp.value.params.is_empty()
         && wp.value.params.iter().all(|p| {
-            w.inputs.iter().any(|i| {
-                i.param == *p
-                    && i.from.contains(&r.seq)
-                    && i.text.rsplit_once('.').is_some_and(|(_, f)| f == wp.column)
-            })
+            w.inputs
+                .iter()
+                .any(|i| i.param == *p && i.from.contains(&r.seq) && i.is_field(&wp.column))
         })
 }
 
