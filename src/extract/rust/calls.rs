@@ -342,7 +342,7 @@ impl<'a> Walker<'a, '_> {
             }
         }
         // `Tx(tx)`: a wrapper of the run around the handle it is given stands for it.
-        if self.ix.wrappers.contains_key(name)
+        if self.ix.wrapper(name).is_some()
             && let Some(h) = args.iter().find(|a| matches!(a, Value::Handle(_)))
         {
             return h.clone();

@@ -64,6 +64,27 @@ pub(super) struct Cond {
     pub(super) value: Option<Part>,
 }
 
+impl Cond {
+    /// `id = <value>`: a row by its key (`.find(k)`, `find_by_id(k)`, an active model's `id`),
+    /// written where `at` is.
+    pub(super) fn id_is(value: Part, at: Span) -> Self {
+        Cond {
+            column: Column {
+                name: "id".into(),
+                at,
+            },
+            op: "=",
+            value: Some(value),
+        }
+    }
+}
+
+/// A module or column name (`accounts`, `balance`), not a type or a variant (`Status::Done`,
+/// a generic `A::Entity`).
+pub(super) fn lower_case(i: &syn::Ident) -> bool {
+    !i.to_string().starts_with(|c: char| c.is_uppercase())
+}
+
 /// The SQL being written, with where each byte of it is in the host.
 struct Writer<'b> {
     text: String,
@@ -322,14 +343,8 @@ impl Walker<'_, '_> {
             }
             "find" => {
                 if let Some(e) = arg {
-                    q.filters.push(Cond {
-                        column: Column {
-                            name: "id".into(),
-                            at: self.span(&m.method),
-                        },
-                        op: "=",
-                        value: Some(Part::Param(self.bound(e))),
-                    });
+                    let key = Part::Param(self.bound(e));
+                    q.filters.push(Cond::id_is(key, self.span(&m.method)));
                 }
             }
             "select" => {
@@ -541,8 +556,11 @@ impl Walker<'_, '_> {
         };
         let n = p.path.segments.len();
         let last = &p.path.segments.last()?.ident;
-        let lower = |i: &syn::Ident| !i.to_string().starts_with(|c: char| c.is_uppercase());
-        if n < 2 || last == "table" || !lower(last) || !lower(&p.path.segments[n - 2].ident) {
+        if n < 2
+            || last == "table"
+            || !lower_case(last)
+            || !lower_case(&p.path.segments[n - 2].ident)
+        {
             return None;
         }
         Some(Column {
@@ -557,7 +575,7 @@ impl Walker<'_, '_> {
         if let syn::Expr::Path(p) = e
             && let Some(id) = p.path.get_ident()
             && !self.vars.contains_key(&id.to_string())
-            && !id.to_string().starts_with(|c: char| c.is_uppercase())
+            && lower_case(id)
         {
             return Some(Column {
                 name: id.to_string(),

@@ -570,12 +570,11 @@ struct Index<'a> {
     const_names: HashMap<String, Vec<usize>>,
     /// Struct fields that hold handles: their kind and the database they talk to.
     fields: HashMap<String, (Executor, Option<Dialect>)>,
-    /// Structs with a field that holds a handle (see [`Value::Object`]).
-    handle_structs: HashSet<String>,
-    /// Structs that stand for the handle they hold (`struct Tx(Transaction<'static,
-    /// Postgres>)` with `impl Deref for Tx`): a value of one is that handle.
-    wrappers: HashMap<String, (Executor, Option<Dialect>)>,
-    /// Structs with a `Deref`, `DerefMut`, `AsRef` or `AsMut` impl (to find [`Index::wrappers`]).
+    /// Structs with a field that holds a handle (see [`Value::Object`]), with that handle's
+    /// kind and database.
+    handle_structs: HashMap<String, (Executor, Option<Dialect>)>,
+    /// Structs with a `Deref`, `DerefMut`, `AsRef` or `AsMut` impl: one of them that holds a
+    /// handle stands for it (see [`Index::wrapper`]).
     derefs: HashSet<String>,
     /// What struct literals put in a field, by field name (`Queue { claim: format!(..) }`):
     /// SQL built once and kept in a field, read where a method uses `self.claim`.
@@ -603,17 +602,13 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.owner = owner;
     }
     fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
-        if let Some(f) = s
+        if let Some((f, kind)) = s
             .fields
             .iter()
-            .find(|f| types::of_type(&f.ty, &self.ix.config.rust).is_some())
+            .find_map(|f| Some((f, types::of_type(&f.ty, &self.ix.config.rust)?)))
         {
-            let name = s.ident.to_string();
-            self.ix.handle_structs.insert(name.clone());
-            if let Some(kind) = types::of_type(&f.ty, &self.ix.config.rust) {
-                let dialect = types::dialect_of_type(&f.ty);
-                self.ix.wrappers.insert(name, (kind, dialect));
-            }
+            let handle = (kind, types::dialect_of_type(&f.ty));
+            self.ix.handle_structs.insert(s.ident.to_string(), handle);
         }
         syn::visit::visit_item_struct(self, s);
     }
@@ -771,8 +766,7 @@ impl<'a> Index<'a> {
             consts: Vec::new(),
             const_names: HashMap::new(),
             fields: HashMap::new(),
-            handle_structs: HashSet::new(),
-            wrappers: HashMap::new(),
+            handle_structs: HashMap::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };
@@ -786,9 +780,6 @@ impl<'a> Index<'a> {
             }
             .visit_file(&p.ast);
         }
-        // Until here `wrappers` has every struct with a handle field; a wrapper also derefs.
-        let derefs = std::mem::take(&mut ix.derefs);
-        ix.wrappers.retain(|name, _| derefs.contains(name));
         ix
     }
 
@@ -815,8 +806,17 @@ impl<'a> Index<'a> {
     fn handle_type(&self, ty: &syn::Type) -> Option<(Executor, Option<Dialect>)> {
         match types::of_type(ty, &self.config.rust) {
             Some(kind) => Some((kind, types::dialect_of_type(ty))),
-            None => types::type_name(ty).and_then(|n| self.wrappers.get(&n).copied()),
+            None => types::type_name(ty).and_then(|n| self.wrapper(&n)),
         }
+    }
+
+    /// A struct of the run that stands for the handle it holds (`struct Tx(Transaction<'static,
+    /// Postgres>)` with `impl Deref for Tx`): that handle's kind and database.
+    fn wrapper(&self, name: &str) -> Option<(Executor, Option<Dialect>)> {
+        self.derefs
+            .contains(name)
+            .then(|| self.handle_structs.get(name).copied())
+            .flatten()
     }
 
     fn function(&self, name: &str, file: usize) -> Option<usize> {

@@ -5,7 +5,7 @@
 //! `let am: posts::ActiveModel = model.into()` are rows to `update`, `insert`, `save` or
 //! `delete`, their `Set(..)` fields the columns written.
 
-use super::diesel::{Column, Cond, Kind, Part, Piece, Query};
+use super::diesel::{Column, Cond, Kind, Part, Piece, Query, lower_case};
 use super::*;
 
 /// `CreatedAt` -> `created_at`: sea-orm's column enum variants name snake-case columns.
@@ -38,7 +38,7 @@ impl Walker<'_, '_> {
         }
         let table = &s[n - 3].ident;
         // A module (`posts::Entity`), not a type parameter (`A::Entity` of a generic helper).
-        if table.to_string().starts_with(|c: char| c.is_uppercase()) {
+        if !lower_case(table) {
             return None;
         }
         let (kind, by_id) = match s[n - 1].ident.to_string().as_str() {
@@ -51,21 +51,10 @@ impl Walker<'_, '_> {
         };
         let mut q = Query::new(kind, table.to_string(), self.span(table));
         if by_id && let Some(k) = first {
-            q.filters
-                .push(self.id_is(Part::Param(self.bound(k)), self.span(&s[n - 1].ident)));
+            let key = Part::Param(self.bound(k));
+            q.filters.push(Cond::id_is(key, self.span(&s[n - 1].ident)));
         }
         Some(Value::Diesel(Box::new(q)))
-    }
-
-    fn id_is(&self, value: Part, at: Span) -> Cond {
-        Cond {
-            column: Column {
-                name: "id".into(),
-                at,
-            },
-            op: "=",
-            value: Some(value),
-        }
     }
 
     /// `posts::ActiveModel { id: Set(k), title: Set(t), ..Default::default() }`.
@@ -86,7 +75,7 @@ impl Walker<'_, '_> {
             };
             let value = self.part(v);
             if name == "id" {
-                q.filters.push(self.id_is(value, self.span(name)));
+                q.filters.push(Cond::id_is(value, self.span(name)));
             } else {
                 q.sets.push((
                     Column {
@@ -124,7 +113,7 @@ impl Walker<'_, '_> {
         key.text = format!("{}.id", key.text);
         let mut q = Query::new(Kind::Update, table.to_string(), self.span(table));
         q.filters
-            .push(self.id_is(Part::Param(key), self.span(init)));
+            .push(Cond::id_is(Part::Param(key), self.span(init)));
         Some(Value::Diesel(Box::new(q)))
     }
 

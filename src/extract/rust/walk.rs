@@ -393,7 +393,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             return Value::Handle(self.handle_of_kind(kind));
         }
         match types::type_name(ty) {
-            Some(name) if self.ix.handle_structs.contains(&name) => Value::Object(name.into()),
+            Some(name) if self.ix.handle_structs.contains_key(&name) => Value::Object(name.into()),
             _ => Value::None,
         }
     }
