@@ -117,24 +117,8 @@ fn check_with(
         ));
     }
     for path in paths {
-        let display = display_path(path, cwd);
-        let id = files.len();
-        // Rust files are read by the Rust front-end, a batch at a time.
-        if source::is_rust(path) {
-            files.push(SourceFile::unread(path.clone(), display));
-            continue;
-        }
-        match load(path, id) {
-            Ok((text, note)) => {
-                early.extend(note);
-                files.push(SourceFile::new(path.clone(), display, text));
-            }
-            Err(read_error) => {
-                unreadable += 1;
-                early.push(*read_error);
-                files.push(SourceFile::new(path.clone(), display, String::new()));
-            }
-        }
+        // Each front-end reads its files itself, a file or a batch at a time.
+        files.push(SourceFile::unread(path.clone(), display_path(path, cwd)));
     }
     let mut run = check_files(files, config);
     run.unreadable += unreadable;
@@ -202,7 +186,22 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     // The crate a .sql file belongs to names its database when nothing closer does.
     let mut crates = extract::dialects::Crates::default();
     let crate_dialects: Vec<_> = sql_paths.iter().map(|p| crates.of(p)).collect();
-    let mut extracted = extract_sql_parallel(&program.files, &sql, config, &sqlc, &crate_dialects);
+    let mut suppressions = Vec::new();
+    let mut unreadable = 0;
+    let mut extracted = Vec::with_capacity(sql.len() + 1);
+    let from_sql = extract_sql_parallel(&program.files, &sql, config, &sqlc, &crate_dialects);
+    for (&id, (x, read)) in sql.iter().zip(from_sql) {
+        let f = &mut program.files[id];
+        if let Some((lines, len)) = read.lines {
+            f.lines = lines;
+            f.unread = false;
+            f.dropped = Some(len);
+        }
+        unreadable += usize::from(read.unreadable);
+        diagnostics.extend(read.notes);
+        suppressions.extend(read.suppressions);
+        extracted.push(x);
+    }
     if !rust.is_empty() {
         extracted.push(extract::rust::extract(&mut program.files, &rust, config));
     }
@@ -211,7 +210,6 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         .flat_map(|x| x.embedded.iter().copied())
         .collect();
     let mut routines = Vec::new();
-    let mut unreadable = 0;
     let scripts = sql.len();
     for (i, x) in extracted.into_iter().enumerate() {
         stats += x.stats;
@@ -283,12 +281,16 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             check(&cx, &mut diagnostics);
         }
     }
-    let mut suppressions: Vec<_> = program
-        .files
-        .iter()
-        .enumerate()
-        .flat_map(|(id, f)| suppress::scan(id, &f.text))
-        .collect();
+    // `.sql` files were scanned where they were read; Rust files and the SQL they send, here.
+    let scanned: std::collections::HashSet<FileId> = sql.iter().copied().collect();
+    suppressions.extend(
+        program
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(id, _)| !scanned.contains(id))
+            .flat_map(|(id, f)| suppress::scan(id, f.text())),
+    );
     let enabled = |name: &str| rules::find(name).is_some_and(|r| config.severity(r).is_some());
     let mut diagnostics = suppress::apply(&program.files, &mut suppressions, diagnostics, &enabled);
     diagnostics.retain_mut(
@@ -313,6 +315,16 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     }
 }
 
+/// What the worker that extracts a `.sql` file learned from reading it.
+#[derive(Default)]
+struct Read {
+    /// The file was read here: its lines and length (its text is not kept).
+    lines: Option<(source::LineIndex, usize)>,
+    suppressions: Vec<suppress::Suppression>,
+    notes: Vec<Diagnostic>,
+    unreadable: bool,
+}
+
 /// `.sql` files are independent until the rules: read them on every core, results in file order.
 fn extract_sql_parallel(
     files: &[SourceFile],
@@ -320,21 +332,45 @@ fn extract_sql_parallel(
     config: &Config,
     sqlc: &[PathBuf],
     crate_dialects: &[Option<source::Dialect>],
-) -> Vec<extract::Extracted> {
+) -> Vec<(extract::Extracted, Read)> {
     let one = |id: usize, crate_dialect: Option<source::Dialect>| {
         let f = &files[id];
+        let mut read = Read::default();
+        let loaded;
+        let text = match f.unread {
+            true => match load(&f.path, id) {
+                Ok((text, note)) => {
+                    read.notes.extend(note);
+                    loaded = text;
+                    &loaded
+                }
+                Err(read_error) => {
+                    read.notes.push(*read_error);
+                    read.unreadable = true;
+                    return (extract::Extracted::default(), read);
+                }
+            },
+            false => f.text(),
+        };
         let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
-        let runner = extract::runners::detect(&abs, &f.text, sqlc);
+        let runner = extract::runners::detect(&abs, text, sqlc);
         let settings = config.settings_for(&f.path);
         // The configuration decides; else the file's folder or name, its content, its crate.
         let dialect = settings
             .dialect
             .or(config.dialect)
             .or_else(|| extract::dialects::of_path(&config.relative(&f.path)))
-            .or_else(|| extract::dialects::of_text(&f.text))
+            .or_else(|| extract::dialects::of_text(text))
             .or(crate_dialect)
             .unwrap_or_default();
-        extract::sql::extract(id, &f.text, dialect, settings, runner)
+        read.suppressions = suppress::scan(id, text);
+        if f.unread {
+            read.lines = Some((source::LineIndex::new(text), text.len()));
+        }
+        (
+            extract::sql::extract(id, text, dialect, settings, runner),
+            read,
+        )
     };
     parallel(ids.len(), |i| one(ids[i], crate_dialects[i]))
 }
@@ -420,7 +456,7 @@ pub(crate) fn load(
 }
 
 /// The text of a file, and the offset of the first invalid UTF-8 byte if there is one.
-fn read(path: &Path) -> Result<(String, Option<usize>), String> {
+pub(crate) fn read(path: &Path) -> Result<(String, Option<usize>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
     // A FIFO or a device would block or never end.
     if !meta.is_file() {

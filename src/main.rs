@@ -163,7 +163,27 @@ enum FailOn {
     Info,
 }
 
+/// glibc gives each thread that allocates an arena of its own and keeps what is freed in it:
+/// the workers' parse trees, freed file by file, stay as holes beside the model. Two arenas
+/// for the two kinds of thread (the workers, the rest) take about 13 % off a run's peak memory
+/// at no cost in time (8 copies of the corpus: 268 -> 234 MB; `cargo bench --bench scale`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn fewer_arenas() {
+    unsafe extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_ARENA_MAX: i32 = -8;
+    // SAFETY: `mallopt` sets one allocator parameter; it is called before any thread starts.
+    unsafe {
+        mallopt(M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn fewer_arenas() {}
+
 fn main() -> ExitCode {
+    fewer_arenas();
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check(args),

@@ -88,11 +88,17 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// Path shown in reports: relative to the working directory where possible, `/`-separated.
     pub display: String,
-    pub text: String,
+    /// See [`SourceFile::text`].
+    text: String,
+    /// The text read back from disk after it was let go (see [`SourceFile::dropped`]).
+    back: std::sync::OnceLock<String>,
     pub lines: LineIndex,
-    /// Not read yet: a Rust file the Rust front-end reads itself (and forgets again when it
-    /// sends no SQL), so that a large tree is never all in memory.
+    /// Not read yet: the front-end reads the file itself (a `.sql` file on the worker that
+    /// extracts it; a Rust file in its batch), so that a large tree is never all in memory.
     pub unread: bool,
+    /// The text was not kept once the file's facts existed (its length then): a report that
+    /// shows the file reads it back (see [`SourceFile::text`]).
+    pub dropped: Option<usize>,
 }
 
 impl SourceFile {
@@ -102,8 +108,10 @@ impl SourceFile {
             path,
             display,
             text,
+            back: std::sync::OnceLock::new(),
             lines,
             unread: false,
+            dropped: None,
         }
     }
 
@@ -128,26 +136,37 @@ impl SourceFile {
         self.lines = LineIndex::new("");
     }
 
+    /// The file's text. A text not kept after extraction is read back from disk the first
+    /// time a report asks; a file changed since (another length) gives no text, and its
+    /// positions keep their lines, at column 1.
+    pub fn text(&self) -> &str {
+        match self.dropped {
+            None => &self.text,
+            Some(len) => self.back.get_or_init(|| match crate::read(&self.path) {
+                Ok((text, _)) if text.len() == len => text,
+                _ => String::new(),
+            }),
+        }
+    }
+
+    /// 1-based line of a byte offset (the text need not be in memory).
+    pub fn line(&self, offset: usize) -> usize {
+        self.lines.line_of(offset).max(1)
+    }
+
     /// 1-based line and column (in chars) of a byte offset.
     pub fn line_col(&self, offset: usize) -> LineCol {
-        self.lines.line_col(&self.text, offset)
+        self.lines.line_col(self.text(), offset)
     }
 
     /// The text of the 1-based line `line`, without its line break.
     pub fn line_text(&self, line: usize) -> &str {
-        let start = self
-            .lines
-            .starts
-            .get(line - 1)
-            .copied()
-            .unwrap_or(self.text.len());
-        let end = self
-            .lines
-            .starts
-            .get(line)
-            .copied()
-            .unwrap_or(self.text.len());
-        self.text[start..end].trim_end_matches(['\n', '\r'])
+        let text = self.text();
+        let at = |l: usize| self.lines.line_start(l).unwrap_or(text.len());
+        let (start, end) = (at(line), at(line + 1));
+        text.get(start..end)
+            .unwrap_or("")
+            .trim_end_matches(['\n', '\r'])
     }
 }
 
@@ -163,14 +182,15 @@ pub struct LineCol {
 /// Byte offsets of line starts.
 #[derive(Debug, Default)]
 pub struct LineIndex {
-    starts: Vec<usize>,
+    /// In 32 bits, as spans are (a run keeps every file's lines).
+    starts: Vec<u32>,
 }
 
 impl LineIndex {
     /// Lines as proc-macro2 counts them (at `\n` only), to place its line/column positions.
     pub fn at_newlines(text: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
         LineIndex { starts }
     }
 
@@ -181,16 +201,21 @@ impl LineIndex {
         starts.extend(
             (0..b.len())
                 .filter(|&i| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n')))
-                .map(|i| i + 1),
+                .map(|i| i as u32 + 1),
         );
+        starts.shrink_to_fit();
         LineIndex { starts }
     }
 
+    /// Without the text (let go and not read back), the line and column 1.
     pub fn line_col(&self, text: &str, offset: usize) -> LineCol {
-        let offset = floor_char_boundary(text, offset.min(text.len()));
-        let line = self.starts.partition_point(|&s| s <= offset);
-        let line_start = self.starts[line - 1];
-        let before = &text[line_start..offset];
+        let offset = match text.is_empty() {
+            true => offset,
+            false => floor_char_boundary(text, offset.min(text.len())),
+        };
+        let line = self.line_of(offset).max(1);
+        let line_start = self.starts.get(line - 1).map_or(0, |&s| s as usize);
+        let before = text.get(line_start..offset).unwrap_or("");
         LineCol {
             line,
             column: before.chars().count() + 1,
@@ -200,12 +225,12 @@ impl LineIndex {
 
     /// Byte offset where the 1-based line `line` starts (the end of the text past the last line).
     pub fn line_start(&self, line: usize) -> Option<usize> {
-        self.starts.get(line.checked_sub(1)?).copied()
+        self.starts.get(line.checked_sub(1)?).map(|&s| s as usize)
     }
 
     /// 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
-        self.starts.partition_point(|&s| s <= offset)
+        self.starts.partition_point(|&s| s as usize <= offset)
     }
 }
 
@@ -327,6 +352,36 @@ fn narrow(offset: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file as a `.sql` worker leaves it: lines kept, text let go, length noted.
+    fn let_go(path: &std::path::Path, text: &str) -> SourceFile {
+        let mut f = SourceFile::new(path.to_path_buf(), "f.sql".into(), String::new());
+        f.lines = LineIndex::new(text);
+        f.dropped = Some(text.len());
+        f
+    }
+
+    #[test]
+    fn a_text_let_go_is_read_back_for_positions() {
+        let dir = std::env::temp_dir().join(format!("txlint-back-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.sql");
+        let text = "select 1;\n  select é, 2;\n";
+        std::fs::write(&path, text).unwrap();
+        let f = let_go(&path, text);
+        let at = text.find('2').unwrap();
+        assert_eq!(f.line(at), 2, "the line needs no text");
+        let lc = f.line_col(at);
+        assert_eq!((lc.line, lc.column), (2, 13), "read back from disk");
+        assert_eq!(f.line_text(2), "  select é, 2;");
+        // Changed on disk since: no text, the lines still right, column 1.
+        let g = let_go(&path, "select 1;\n  select é, 2; -- longer\n");
+        std::fs::write(&path, "select 1;\n").unwrap();
+        assert_eq!(g.text(), "");
+        let lc = g.line_col(at);
+        assert_eq!((lc.line, lc.column), (2, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn line_col_counts_chars_and_utf16() {

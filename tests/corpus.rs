@@ -27,12 +27,12 @@ fn regression_corpus_runs_clean() {
         for span in std::iter::once(d.span).chain(d.labels.iter().map(|l| l.span)) {
             let f = &run.program.files[span.file];
             assert!(
-                span.start() <= span.end() && span.end() <= f.text.len(),
+                span.start() <= span.end() && span.end() <= f.text().len(),
                 "{}: {span:?}",
                 f.display
             );
             assert!(
-                f.text.is_char_boundary(span.start()) && f.text.is_char_boundary(span.end()),
+                f.text().is_char_boundary(span.start()) && f.text().is_char_boundary(span.end()),
                 "{}: {span:?}",
                 f.display
             );

@@ -168,7 +168,7 @@ fn mutated_inputs_never_panic_and_keep_spans_in_their_files() {
         for d in &run.diagnostics {
             let spans = std::iter::once(d.span).chain(d.labels.iter().map(|l| l.span));
             for s in spans {
-                let len = run.program.files[s.file].text.len();
+                let len = run.program.files[s.file].text().len();
                 if s.start() > s.end() || s.end() > len {
                     failures.push(format!("{name}: {} span {s:?} outside 0..{len}", d.rule));
                 }

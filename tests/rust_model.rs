@@ -517,14 +517,16 @@ fn f(conn: &mut PgConnection, ids: Vec<i64>, id: i64, n: i64) {
     let sets: Vec<_> = update
         .sets
         .iter()
-        .map(|s| (s.column.as_str(), s.value.idents.clone()))
+        .map(|s| {
+            (
+                s.column.as_str(),
+                s.value.idents.iter().map(|i| i.as_str()).collect(),
+            )
+        })
         .collect();
+    let expected: [(&str, Vec<&str>); 2] = [("state", vec![]), ("attempts", vec!["attempts"])];
     assert_eq!(
-        sets,
-        [
-            ("state", vec![]),
-            ("attempts", vec!["attempts".to_string()])
-        ],
+        sets, expected,
         "a host value is a parameter, `attempts + 1` is computed in SQL"
     );
     assert_eq!(update.filters[0].column, "id");

@@ -11,7 +11,7 @@ use sqlparser::dialect::{
     SQLiteDialect,
 };
 
-use crate::model::{List, Step, Unit};
+use crate::model::{List, Name, Step, Unit};
 use crate::parse::facts::{ParseFailure, Reader};
 use crate::parse::split::RawStatement;
 use crate::source::Dialect;
@@ -88,7 +88,7 @@ impl Front {
         };
         let (mut facts, failure) = reader.read(stmt);
         if !assigns.is_empty() {
-            facts.assigns = assigns.into();
+            facts.assigns = assigns.into_iter().map(Name::from).collect();
         }
         facts.shrink_to_fit();
         self.out.stats += Stats {

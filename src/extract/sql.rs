@@ -202,13 +202,16 @@ impl Front {
                 known.extend(routine_params(src, &stmt.tokens));
                 known.push("found".to_string());
                 // The statements each variable's value comes from, and each statement's.
-                let mut sources: HashMap<String, BTreeSet<usize>> = HashMap::new();
+                let mut sources: HashMap<Name, BTreeSet<usize>> = HashMap::new();
                 let mut of_step: HashMap<usize, BTreeSet<usize>> = HashMap::new();
                 for s in &parsed.statements {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
                     step.seq = s.seq;
                     step.branch = s.branch.as_slice().into();
-                    step.facts.uses = variables_used(&body, &s.raw.tokens, &known).into();
+                    step.facts.uses = variables_used(&body, &s.raw.tokens, &known)
+                        .into_iter()
+                        .map(Name::from)
+                        .collect();
                     let mut from: BTreeSet<usize> = step
                         .facts
                         .uses
@@ -227,7 +230,7 @@ impl Front {
                         sources.insert(a.clone(), from.clone());
                     }
                     if queries && s.raw.prefix == 0 {
-                        sources.insert("found".to_string(), from.clone());
+                        sources.insert("found".into(), from.clone());
                     }
                     of_step.insert(step.seq, from);
                     known.extend(s.assigns.iter().cloned());

@@ -7,6 +7,10 @@ use crate::source::{Dialect, Span};
 /// allocation (a run keeps every statement's facts until its rules are done).
 pub type List<T> = thin_vec::ThinVec<T>;
 
+/// A name or a short text of a statement (a table, a column, a variable, an expression): up
+/// to 24 bytes inline, with no allocation of its own (most names are that short).
+pub type Name = compact_str::CompactString;
+
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     pub kind: StmtKind,
@@ -28,7 +32,7 @@ pub struct Facts {
     /// statement may do its protected work itself.
     pub calls_functions: bool,
     /// Columns a query reads (`*` for a wildcard), lower case (from the AST).
-    pub columns: List<String>,
+    pub columns: List<Name>,
     /// `SET` items of an `UPDATE` (from the AST).
     pub sets: List<SetItem>,
     /// `col = value` conjuncts of the `WHERE` clause (from the AST).
@@ -47,9 +51,9 @@ pub struct Facts {
     pub upsert: bool,
     /// Decision functions in a query's select list: `count`, `max`, `min`, `sum`, `avg`,
     /// `exists` (also `SELECT 1 FROM ...`).
-    pub aggregates: List<String>,
+    pub aggregates: List<Name>,
     /// `INSERT`: the columns and the values of its first `VALUES` row.
-    pub inserts: List<(String, Operand)>,
+    pub inserts: List<(Name, Operand)>,
     /// `INSERT ... ON CONFLICT`, `ON DUPLICATE KEY UPDATE`, `INSERT IGNORE`: a duplicate key is
     /// handled by the statement.
     pub on_conflict: bool,
@@ -59,14 +63,14 @@ pub struct Facts {
     /// `UPDATE t SET state = .. WHERE id = (SELECT id FROM t WHERE state = 'queued' ..)`: the
     /// columns the subquery picks its row by and the outer `WHERE` does not test again (a
     /// one-statement claim: a waiting `UPDATE` re-checks only the outer `WHERE`).
-    pub claim: List<String>,
+    pub claim: List<Name>,
     /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = ..)`: the
     /// columns the insert first checks are absent (an existence check in the statement itself).
-    pub absent: List<String>,
+    pub absent: List<Name>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
-    pub assigns: List<String>,
+    pub assigns: List<Name>,
     /// Variables of the unit that this statement reads.
-    pub uses: List<String>,
+    pub uses: List<Name>,
 }
 
 /// An expression's ingredients.
@@ -76,15 +80,15 @@ pub struct Operand {
     pub params: Vec<usize>,
     /// Identifiers: columns of the statement's tables, or variables (PL/pgSQL, psql), dotted
     /// when qualified (`r.balance`).
-    pub idents: Vec<String>,
+    pub idents: Vec<Name>,
     /// The expression as sqlparser prints it.
-    pub text: String,
+    pub text: Name,
 }
 
 /// `SET column = value`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetItem {
-    pub column: String,
+    pub column: Name,
     pub value: Operand,
     /// The column name in the host file.
     pub span: Option<Span>,
@@ -93,7 +97,7 @@ pub struct SetItem {
 /// `column = value` in a `WHERE` clause.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pred {
-    pub column: String,
+    pub column: Name,
     pub value: Operand,
 }
 
@@ -143,7 +147,7 @@ pub enum StmtKind {
 /// A table named by a statement (last name component, folded to lower case unless quoted).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableRef {
-    pub name: String,
+    pub name: Name,
     pub span: Span,
 }
 

@@ -137,7 +137,7 @@ pub fn value_key(o: &Operand, step: &Step) -> String {
             .collect::<Vec<_>>()
             .join(",");
     }
-    o.text.to_ascii_lowercase()
+    o.text.to_ascii_lowercase().to_string()
 }
 
 /// An identifier that names one of the step's variables (PL/pgSQL, psql `:v`), not a column.
@@ -165,7 +165,7 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
         s.facts
             .filters
             .iter()
-            .map(|p| (p.column.clone(), value_key(&p.value, s)))
+            .map(|p| (p.column.to_string(), value_key(&p.value, s)))
             .collect()
     };
     tx.steps.iter().find(|l| {
@@ -176,7 +176,7 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
             .facts
             .reads
             .iter()
-            .filter(|t| lock.of.is_empty() || lock.of.contains(&t.name))
+            .filter(|t| lock.of.is_empty() || lock.of.iter().any(|o| *o == t.name))
             .map(|t| t.name.as_str())
             .collect();
         let same_set =

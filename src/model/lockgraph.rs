@@ -125,14 +125,14 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
             out.extend(
                 f.reads
                     .iter()
-                    .map(|t| (Resource::Table(t.name.clone()), l.span)),
+                    .map(|t| (Resource::Table(t.name.to_string()), l.span)),
             );
         } else {
             out.extend(l.of.iter().filter_map(|alias| {
                 f.reads
                     .iter()
-                    .find(|t| &t.name == alias)
-                    .map(|t| (Resource::Table(t.name.clone()), l.span))
+                    .find(|t| t.name == *alias)
+                    .map(|t| (Resource::Table(t.name.to_string()), l.span))
             }));
         }
     }
@@ -154,14 +154,14 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
             f.writes
                 .iter()
                 .filter(|t| !claimed(&t.name))
-                .map(|t| (Resource::Table(t.name.clone()), t.span)),
+                .map(|t| (Resource::Table(t.name.to_string()), t.span)),
         );
     }
     if let Some(l) = &f.table_lock {
         out.extend(
             l.tables
                 .iter()
-                .map(|t| (Resource::Table(t.name.clone()), t.span)),
+                .map(|t| (Resource::Table(t.name.to_string()), t.span)),
         );
     }
     out.retain(|(r, _)| !matches!(r, Resource::Table(t) if is_hole(t)));

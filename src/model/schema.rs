@@ -67,12 +67,14 @@ impl Schema {
 
     /// A unique constraint (or the primary key) whose columns are all among `columns`: rows
     /// with equal values there cannot both exist.
-    pub fn unique_within(&self, table: &str, columns: &[String]) -> Option<Vec<String>> {
+    pub fn unique_within<C: AsRef<str>>(&self, table: &str, columns: &[C]) -> Option<Vec<String>> {
         let t = self.tables.get(table)?;
         t.primary_key
             .iter()
             .chain(&t.unique)
-            .find(|key| !key.is_empty() && key.iter().all(|k| columns.contains(k)))
+            .find(|key| {
+                !key.is_empty() && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
+            })
             .cloned()
     }
 

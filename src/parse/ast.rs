@@ -264,7 +264,7 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                     };
                     s.sets.push((
                         SetItem {
-                            column: name(ident),
+                            column: name(ident).into(),
                             value: value.clone(),
                             span: None,
                         },
@@ -351,7 +351,7 @@ fn picked_by(q: &Query, table: &str) -> Vec<String> {
     preds
         .into_iter()
         .filter(|p| p.value.idents.is_empty())
-        .map(|p| p.column)
+        .map(|p| p.column.to_string())
         .collect()
 }
 
@@ -405,7 +405,10 @@ fn conjunct(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
                 }
             };
             let value = operand(value, positional);
-            out.push(Pred { column: col, value });
+            out.push(Pred {
+                column: col.into(),
+                value,
+            });
             true
         }
         other => {
@@ -420,15 +423,15 @@ fn conjunct(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
 /// constants.
 fn operand(e: &Expr, positional: &mut usize) -> Operand {
     let mut o = Operand {
-        text: e.to_string(),
+        text: e.to_string().into(),
         ..Operand::default()
     };
     let _ = visit_expressions(e, |x| {
         match x {
-            Expr::Identifier(i) => o.idents.push(name(i)),
+            Expr::Identifier(i) => o.idents.push(name(i).into()),
             Expr::CompoundIdentifier(parts) => {
                 o.idents
-                    .push(parts.iter().map(name).collect::<Vec<_>>().join("."));
+                    .push(parts.iter().map(name).collect::<Vec<_>>().join(".").into());
             }
             Expr::Value(v) => match &v.value {
                 Value::Placeholder(p) if p == "?" => {

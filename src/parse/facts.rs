@@ -636,7 +636,7 @@ impl Reader<'_> {
                 continue;
             }
             let r = TableRef {
-                name,
+                name: name.into(),
                 span: self.tok_span(c.t, at, next - 1),
             };
             if write {
@@ -724,7 +724,7 @@ impl Reader<'_> {
         }
         while let Some((name, next)) = c.name(i) {
             tables.push(TableRef {
-                name,
+                name: name.into(),
                 span: self.tok_span(c.t, i, next - 1),
             });
             i = next;
@@ -782,18 +782,18 @@ impl Reader<'_> {
                 if let Some(v) = i.strip_prefix('_')
                     && psql.iter().any(|p| p == v)
                 {
-                    *i = format!(":{v}");
+                    *i = compact_str::format_compact!(":{v}");
                 }
             }
         };
-        f.columns = s.columns.into();
+        f.columns = s.columns.into_iter().map(Name::from).collect();
         f.filters = s.filters.into();
         f.other_conditions = s.other_conditions;
-        f.aggregates = s.aggregates.into();
-        f.inserts = s.inserts.into();
+        f.aggregates = s.aggregates.into_iter().map(Name::from).collect();
+        f.inserts = s.inserts.into_iter().map(|(c, o)| (c.into(), o)).collect();
         f.ddl = s.ddl.map(Box::new);
-        f.claim = s.claim.into();
-        f.absent = s.absent.into();
+        f.claim = s.claim.into_iter().map(Name::from).collect();
+        f.absent = s.absent.into_iter().map(Name::from).collect();
         for (_, o) in &mut f.inserts {
             rename(o);
         }
@@ -806,10 +806,14 @@ impl Reader<'_> {
             f.sets.push(item);
         }
         if stmt.gset {
-            f.assigns = s.outputs.iter().map(|o| format!(":{o}")).collect();
+            f.assigns = s
+                .outputs
+                .iter()
+                .map(|o| compact_str::format_compact!(":{o}"))
+                .collect();
         }
         for v in psql {
-            let v = format!(":{v}");
+            let v = compact_str::format_compact!(":{v}");
             if !f.uses.contains(&v) {
                 f.uses.push(v);
             }

@@ -27,11 +27,7 @@ fn arrows(run: &Run, g: &LockGraph) -> Vec<Arrow> {
         let at = g.requested(e);
         let file = &run.program.files[at.file];
         let name = g.txs[e.tx].unit.name.as_deref().unwrap_or("script");
-        let site = format!(
-            "{name} ({}:{})",
-            file.display,
-            file.line_col(at.start()).line
-        );
+        let site = format!("{name} ({}:{})", file.display, file.line(at.start()));
         let a = by_pair.entry((e.from, e.to)).or_insert(Arrow {
             from: e.from,
             to: e.to,

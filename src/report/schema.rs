@@ -15,7 +15,7 @@ pub fn render(run: &Run) -> String {
     for (name, t) in &schema.tables {
         let at = t.declared.map_or(String::new(), |s| {
             let f = &run.program.files[s.file];
-            format!("  ({}:{})", f.display, f.line_col(s.start()).line)
+            format!("  ({}:{})", f.display, f.line(s.start()))
         });
         let _ = writeln!(out, "{name}{at}");
         if !t.columns.is_empty() {

@@ -22,7 +22,7 @@ impl SourceCode for Source<'_> {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self.0.text.as_str().read_span(span, before, after)?;
+        let inner = self.0.text().read_span(span, before, after)?;
         // miette counts columns in bytes; txlint reports code points everywhere.
         let column = self.0.line_col(inner.span().offset()).column - 1;
         Ok(Box::new(MietteSpanContents::new_named(

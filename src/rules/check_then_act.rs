@@ -168,7 +168,7 @@ fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<D
     let schema = &cx.program.schema;
     // Only where the run declares the table: a key declared elsewhere would settle it.
     if is_hole(&table.name)
-        || !schema.tables.contains_key(&table.name)
+        || !schema.tables.contains_key(table.name.as_str())
         || schema.unique_within(&table.name, &f.absent).is_some()
     {
         return None;
@@ -240,7 +240,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
             || !taken_on(unit, r.step, &w.step.branch)
-            || !cx.program.schema.tables.contains_key(table))
+            || !cx.program.schema.tables.contains_key(table.as_str()))
     {
         return None;
     }
@@ -267,7 +267,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
     if wf.on_conflict || (same_tx && one_row_lock_before(w.txn, r.step).is_some()) {
         return None;
     }
-    let inserted: Vec<String> = wf.inserts.iter().map(|(c, _)| c.clone()).collect();
+    let inserted: Vec<&str> = wf.inserts.iter().map(|(c, _)| c.as_str()).collect();
     if wf.kind == StmtKind::Insert && cx.program.schema.unique_within(table, &inserted).is_some() {
         return None;
     }
@@ -282,7 +282,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
             what(r.step)
         );
     }
-    if wf.kind == StmtKind::Insert && !cx.program.schema.tables.contains_key(table) {
+    if wf.kind == StmtKind::Insert && !cx.program.schema.tables.contains_key(table.as_str()) {
         message += &format!(
             " (no schema for `{table}` was found: a unique constraint on the inserted key would settle it)"
         );

@@ -310,7 +310,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
             let bound = step.inputs.iter().find(|i| i.param == n);
             input = true;
             KeyPart {
-                column: p.column.clone(),
+                column: p.column.to_string(),
                 value: bound.map_or_else(
                     || format!("${n}"),
                     |i| {
@@ -333,20 +333,20 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 .rfind(|s| s.seq < step.seq && s.facts.assigns.contains(var));
             let ordered = orders || assigned.is_some_and(|s| s.facts.orders);
             KeyPart {
-                column: p.column.clone(),
-                value: var.clone(),
-                shown: var.clone(),
+                column: p.column.to_string(),
+                value: var.to_string(),
+                shown: var.to_string(),
                 ordered,
                 sources: match assigned {
-                    Some(s) if ordered => s.facts.uses.to_vec(),
+                    Some(s) if ordered => s.facts.uses.iter().map(|u| u.to_string()).collect(),
                     _ => Vec::new(),
                 },
             }
         } else {
             KeyPart {
-                column: p.column.clone(),
+                column: p.column.to_string(),
                 value: value_key(&p.value, step),
-                shown: p.value.text.clone(),
+                shown: p.value.text.to_string(),
                 ordered: orders,
                 sources: Vec::new(),
             }

@@ -176,13 +176,13 @@ fn claims_unique(cx: &Context, flow: &Flow, r: &At, w: &At) -> bool {
         let Some(table) = f.writes.first() else {
             return false;
         };
-        let columns: Vec<String> = f.inserts.iter().map(|(c, _)| c.clone()).collect();
+        let columns: Vec<&str> = f.inserts.iter().map(|(c, _)| c.as_str()).collect();
         let Some(key) = cx.program.schema.unique_within(&table.name, &columns) else {
             return false;
         };
         f.inserts
             .iter()
-            .any(|(c, o)| key.contains(c) && flow.flows_from(o, r.step, ai))
+            .any(|(c, o)| key.iter().any(|k| *k == **c) && flow.flows_from(o, r.step, ai))
     })
 }
 
@@ -199,7 +199,7 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
                         || field_of_read(wp, w, r))
             })
         })
-        .map(|p| p.column.clone())
+        .map(|p| p.column.to_string())
         .collect();
     (!keys.is_empty()).then_some(keys)
 }
@@ -236,7 +236,7 @@ fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
     let w = flow.steps[w].step;
     // Variables and bound host values are followed; only a parameter whose value txlint never
     // saw (a `$1` in a script, an unrecognised binding) falls back to the column overlap.
-    let read = r.facts.columns.iter().any(|c| c == &set.column || c == "*");
+    let read = r.facts.columns.iter().any(|c| *c == set.column || c == "*");
     let unseen = o
         .params
         .iter()
@@ -247,9 +247,9 @@ fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
 /// The `UPDATE` checks a value it read (or a version) besides the row key: compare-and-swap.
 fn compares(w: &Step, r: &Step, keys: &[String]) -> bool {
     w.facts.filters.iter().any(|p| {
-        !keys.contains(&p.column)
+        !keys.iter().any(|k| *k == *p.column)
             && from_outside(&p.value, w)
-            && (is_version(&p.column) || r.facts.columns.iter().any(|c| c == &p.column || c == "*"))
+            && (is_version(&p.column) || r.facts.columns.iter().any(|c| *c == p.column || c == "*"))
     })
 }
 

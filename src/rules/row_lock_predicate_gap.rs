@@ -47,8 +47,8 @@ fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
     step.facts
         .reads
         .iter()
-        .filter(|t| lock.of.is_empty() || lock.of.contains(&t.name))
-        .map(|t| t.name.clone())
+        .filter(|t| lock.of.is_empty() || lock.of.iter().any(|o| *o == *t.name))
+        .map(|t| t.name.to_string())
         .collect()
 }
 
@@ -60,7 +60,9 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
         let f = &a.step.facts;
         f.kind == StmtKind::Insert
             && !f.on_conflict
-            && f.writes.iter().any(|t| tables.contains(&t.name))
+            && f.writes
+                .iter()
+                .any(|t| tables.iter().any(|x| *x == *t.name))
     })?;
     let table = &w.step.facts.writes.first()?.name;
     let key: Vec<String> = l
@@ -68,14 +70,14 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
         .facts
         .filters
         .iter()
-        .map(|p| p.column.clone())
+        .map(|p| p.column.to_string())
         .collect();
     let settle = match cx.program.schema.unique_within(table, &key) {
         Some(u) => format!(
             "; the unique key ({}) makes the second insert fail with 23505 instead: handle it with `ON CONFLICT`",
             u.join(", ")
         ),
-        None if cx.program.schema.tables.contains_key(table) => {
+        None if cx.program.schema.tables.contains_key(table.as_str()) => {
             format!(
                 "; no unique constraint on ({}) stops the duplicate",
                 key.join(", ")
@@ -122,7 +124,9 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         .filter(|a| {
             let f = &a.step.facts;
             matches!(f.kind, StmtKind::Update | StmtKind::Delete)
-                && f.writes.iter().any(|t| !parents.contains(&t.name))
+                && f.writes
+                    .iter()
+                    .any(|t| !parents.iter().any(|x| *x == *t.name))
                 && f.filters
                     .iter()
                     .any(|p| keys.contains(&value_key(&p.value, a.step)))
@@ -183,7 +187,7 @@ fn every_writer_locks(cx: &Context, set: &str, guards: &[String]) -> bool {
             _ if !f.row_locks.is_empty() => &f.reads,
             _ => return false,
         };
-        names.iter().any(|t| guards.contains(&t.name))
+        names.iter().any(|t| guards.iter().any(|x| *x == *t.name))
     };
     cx.program
         .units
@@ -209,17 +213,18 @@ fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<
         .facts
         .filters
         .iter()
-        .map(|p| (p.column.clone(), value_key(&p.value, l.step)))
+        .map(|p| (p.column.to_string(), value_key(&p.value, l.step)))
         .collect();
     let (ai, agg) = later.iter().enumerate().find(|(_, a)| {
         let f = &a.step.facts;
         let keys: Vec<(String, String)> = f
             .filters
             .iter()
-            .map(|p| (p.column.clone(), value_key(&p.value, a.step)))
+            .map(|p| (p.column.to_string(), value_key(&p.value, a.step)))
             .collect();
         // Counting the very rows that were locked is fine.
-        let same_set = f.reads.iter().all(|t| locked.contains(&t.name)) && keys == lock_keys;
+        let same_set =
+            f.reads.iter().all(|t| locked.iter().any(|x| *x == *t.name)) && keys == lock_keys;
         f.kind == StmtKind::Select
             && !f.modifies
             && f.row_locks.is_empty()

@@ -16,7 +16,7 @@ pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, wh
                 .sum::<usize>()
             + why.shift
     };
-    let at = why.at.map_or(0, offset).min(file.text.len());
+    let at = why.at.map_or(0, offset).min(file.text().len());
     front.out.failures.push(ParseFailure {
         span: Span::new(id, at..at),
         message: why.message,
@@ -32,7 +32,7 @@ pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, wh
     front.file = id;
     for lit in literals {
         let (a, b) = (offset(lit.span().start()), offset(lit.span().end()));
-        let Some((text, map)) = file.text.get(a..b).and_then(|t| lit::decode(t, a)) else {
+        let Some((text, map)) = file.text().get(a..b).and_then(|t| lit::decode(t, a)) else {
             continue;
         };
         for s in split(&text, front.dialect, false).statements {
@@ -42,7 +42,7 @@ pub(super) fn fallback_walk(front: &mut Front, file: &SourceFile, id: FileId, wh
             walker.push(step, seq);
         }
     }
-    let mut unit = Unit::new(UnitKind::RustFn, None, Span::new(id, 0..file.text.len()));
+    let mut unit = Unit::new(UnitKind::RustFn, None, Span::new(id, 0..file.text().len()));
     unit.transactions = walker.finish();
     front.out.units.push(unit);
 }

@@ -187,7 +187,7 @@ fn batch(
                     continue;
                 }
             }
-        } else if !prescan::may_matter(&f.text, &config.rust) {
+        } else if !prescan::may_matter(f.text(), &config.rust) {
             front.out.stats.rust_skipped += 1;
             continue;
         }
@@ -196,7 +196,7 @@ fn batch(
             .settings_for(&f.path)
             .dialect
             .or(config.dialect)
-            .or_else(|| dialects::of_rust_text(&f.text))
+            .or_else(|| dialects::of_rust_text(f.text()))
             .or_else(|| crates.of(&f.path))
             .unwrap_or_default();
         match parse(*id, f, dialect, &config.rust) {
@@ -217,7 +217,7 @@ fn batch(
     let mut kept: HashSet<FileId> = front.out.units.iter().flat_map(Unit::files).collect();
     kept.extend(front.out.failures.iter().map(|f| f.span.file));
     for (id, f) in &mut own {
-        if late.contains(id) && !kept.contains(id) && !f.text.contains("txlint") {
+        if late.contains(id) && !kept.contains(id) && !f.text().contains("txlint") {
             f.forget();
         }
     }
@@ -418,9 +418,9 @@ fn parse(
     dialect: Dialect,
     cfg: &crate::config::RustConfig,
 ) -> Result<Parsed, Unparsed> {
-    let (text, shift) = match file.text.strip_prefix('\u{feff}') {
+    let (text, shift) = match file.text().strip_prefix('\u{feff}') {
         Some(rest) => (rest.to_string(), 3),
-        None => (file.text.clone(), 0),
+        None => (file.text().to_string(), 0),
     };
     let mut text = text;
     // `#!...` on the first line (not `#![attr]`) is a shebang: blank it, keeping offsets.
