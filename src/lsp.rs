@@ -2,8 +2,10 @@
 //!
 //! Synchronous and ordered (lsp-server, as ruff and squawk use): every open, change and save of
 //! a `.sql` or `.rs` document lints that document's current text with the configuration found
-//! from its folder, and publishes the findings. Positions are UTF-16 code units unless the
-//! client offers UTF-8.
+//! from its folder, and publishes the findings. Changes are incremental; positions are UTF-16
+//! code units unless the client offers UTF-8. A change on disk to a `txlint.toml` or to a file
+//! of the project (watched where the client can) lints the open documents again. Hover on a
+//! finding shows its rule's summary with a link to the rule's page.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -170,15 +172,23 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
     let result = json!({
         "capabilities": {
             "positionEncoding": if utf8 { "utf-8" } else { "utf-16" },
-            "textDocumentSync": { "openClose": true, "change": 1, "save": { "includeText": true } },
+            "textDocumentSync": { "openClose": true, "change": 2, "save": { "includeText": true } },
             "codeActionProvider": { "codeActionKinds": ["quickfix"] },
+            "hoverProvider": true,
         },
         "serverInfo": { "name": "txlint", "version": env!("CARGO_PKG_VERSION") },
     });
     connection
         .initialize_finish(id, result)
         .map_err(|e| e.to_string())?;
-    let mut docs: HashMap<String, (String, String)> = HashMap::new();
+    let watch = params["capabilities"]["workspace"]["didChangeWatchedFiles"]["dynamicRegistration"]
+        .as_bool()
+        .unwrap_or(false);
+    // `initialize_finish` has read the client's `initialized`: it may be asked things now.
+    if watch {
+        send(connection, watch_request())?;
+    }
+    let mut docs: HashMap<String, Doc> = HashMap::new();
     let mut shut_down = false;
     while let Ok(first) = connection.receiver.recv() {
         // Everything that has arrived meanwhile is one batch: a document changed ten times is
@@ -199,6 +209,8 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                         Response::new_ok(req.id, ())
                     } else if req.method == "textDocument/codeAction" {
                         Response::new_ok(req.id, code_actions(&req.params, &docs))
+                    } else if req.method == "textDocument/hover" {
+                        Response::new_ok(req.id, hover(&req.params, &docs, utf8))
                     } else {
                         Response::new_err(
                             req.id,
@@ -214,6 +226,14 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                         false => Err(EXIT_WITHOUT_SHUTDOWN.to_string()),
                     };
                 }
+                Message::Notification(n) if n.method == "workspace/didChangeWatchedFiles" => {
+                    // The configuration or the project's context changed: lint everything open.
+                    for uri in docs.keys() {
+                        if !dirty.contains(uri) {
+                            dirty.push(uri.clone());
+                        }
+                    }
+                }
                 Message::Notification(n) => {
                     let Some(uri) = n.params["textDocument"]["uri"].as_str().map(str::to_string)
                     else {
@@ -223,12 +243,16 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                         "textDocument/didOpen" => n.params["textDocument"]["text"]
                             .as_str()
                             .map(str::to_string),
-                        // Full sync: the last change holds the whole text.
-                        "textDocument/didChange" => n.params["contentChanges"]
-                            .as_array()
-                            .and_then(|c| c.last())
-                            .and_then(|c| c["text"].as_str())
-                            .map(str::to_string),
+                        "textDocument/didChange" => {
+                            let Some(doc) = docs.get_mut(&uri) else {
+                                continue;
+                            };
+                            let changes = n.params["contentChanges"].as_array();
+                            for change in changes.into_iter().flatten() {
+                                apply(&mut doc.text, change, utf8);
+                            }
+                            None
+                        }
                         "textDocument/didSave" => n.params["text"].as_str().map(str::to_string),
                         "textDocument/didClose" => {
                             docs.remove(&uri);
@@ -242,9 +266,13 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                         .as_str()
                         .unwrap_or("")
                         .to_string();
-                    let entry = docs.entry(uri.clone()).or_insert((String::new(), language));
+                    let entry = docs.entry(uri.clone()).or_insert(Doc {
+                        text: String::new(),
+                        language,
+                        found: Vec::new(),
+                    });
                     if let Some(text) = text {
-                        entry.0 = text;
+                        entry.text = text;
                     }
                     if !dirty.contains(&uri) {
                         dirty.push(uri);
@@ -254,22 +282,129 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
             }
         }
         for uri in dirty {
-            if let Some((text, language)) = docs.get(&uri) {
-                let diagnostics = lint(&uri, text, language, cwd, utf8);
-                send(connection, publish(&uri, diagnostics))?;
+            if let Some(doc) = docs.get_mut(&uri) {
+                doc.found = lint(&uri, &doc.text, &doc.language, cwd, utf8);
+                send(connection, publish(&uri, doc.found.clone()))?;
             }
         }
     }
     Ok(())
 }
 
+/// An open document: its text, the client's language for it, and its last diagnostics.
+struct Doc {
+    text: String,
+    language: String,
+    found: Vec<Value>,
+}
+
+/// Ask the client to tell the server about changes on disk: configuration files, and the
+/// `.sql` and `.rs` files that are the open documents' context.
+fn watch_request() -> Message {
+    let watchers: Vec<Value> = ["**/txlint.toml", "**/*.sql", "**/*.rs"]
+        .iter()
+        .map(|g| json!({ "globPattern": g }))
+        .collect();
+    lsp_server::Request::new(
+        "txlint/watch".to_string().into(),
+        "client/registerCapability".to_string(),
+        json!({ "registrations": [{
+            "id": "txlint-watch",
+            "method": "workspace/didChangeWatchedFiles",
+            "registerOptions": { "watchers": watchers },
+        }] }),
+    )
+    .into()
+}
+
+/// Apply one `contentChanges` entry: a range replaced, or (without a range) the whole text.
+fn apply(text: &mut String, change: &Value, utf8: bool) {
+    let Some(new) = change["text"].as_str() else {
+        return;
+    };
+    let range = &change["range"];
+    if range.is_null() {
+        *text = new.to_string();
+        return;
+    }
+    let start = offset_of(text, &range["start"], utf8);
+    let end = offset_of(text, &range["end"], utf8).max(start);
+    text.replace_range(start..end, new);
+}
+
+/// The byte offset of an LSP position (0-based line; character in UTF-16 units, or bytes with
+/// UTF-8), clamped to the text: past the end of a line is its end, past the last line the end.
+fn offset_of(text: &str, position: &Value, utf8: bool) -> usize {
+    let line = position["line"].as_u64().unwrap_or(0) as usize;
+    let character = position["character"].as_u64().unwrap_or(0) as usize;
+    let mut start = 0;
+    for _ in 0..line {
+        match text[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return text.len(),
+        }
+    }
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line_text = &text[start..end];
+    if utf8 {
+        let mut at = character.min(line_text.len());
+        while !line_text.is_char_boundary(at) {
+            at -= 1;
+        }
+        return start + at;
+    }
+    let mut units = 0;
+    for (i, c) in line_text.char_indices() {
+        if units >= character {
+            return start + i;
+        }
+        units += c.len_utf16();
+    }
+    end
+}
+
+/// The rule's summary and page for the findings under the cursor, or `null`.
+fn hover(params: &Value, docs: &HashMap<String, Doc>, utf8: bool) -> Value {
+    let Some(doc) = params["textDocument"]["uri"]
+        .as_str()
+        .and_then(|u| docs.get(u))
+    else {
+        return Value::Null;
+    };
+    let at = offset_of(&doc.text, &params["position"], utf8);
+    let mut parts: Vec<String> = Vec::new();
+    for d in &doc.found {
+        let start = offset_of(&doc.text, &d["range"]["start"], utf8);
+        let end = offset_of(&doc.text, &d["range"]["end"], utf8);
+        let Some(rule) = d["code"].as_str().and_then(crate::rules::find) else {
+            continue;
+        };
+        if start <= at && at <= end.max(start + 1) {
+            let part = format!(
+                "**txlint: {}**\n\n{}\n\n[{}]({})",
+                rule.name,
+                rule.summary(),
+                "Rule page",
+                rule.url()
+            );
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+    }
+    match parts.is_empty() {
+        true => Value::Null,
+        false => json!({ "contents": { "kind": "markdown", "value": parts.join("\n\n---\n\n") } }),
+    }
+}
+
 /// Quick fixes for txlint's diagnostics in the request: a suppression comment on the line
 /// above the finding (indented as it is), or at the top of the file for the whole file.
-fn code_actions(params: &Value, docs: &HashMap<String, (String, String)>) -> Value {
+fn code_actions(params: &Value, docs: &HashMap<String, Doc>) -> Value {
     let Some(uri) = params["textDocument"]["uri"].as_str() else {
         return json!([]);
     };
-    let Some((text, language)) = docs.get(uri) else {
+    let Some(Doc { text, language, .. }) = docs.get(uri) else {
         return json!([]);
     };
     let rust = language == "rust" || uri.ends_with(".rs");
@@ -434,6 +569,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
                     Severity::Info => 3,
                 },
                 "code": d.rule,
+                "codeDescription": crate::rules::find(d.rule).map(|r| json!({ "href": r.url() })),
                 "source": "txlint",
                 "message": message,
                 "relatedInformation": related,

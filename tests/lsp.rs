@@ -389,3 +389,175 @@ fn code_actions_suppress_on_the_line_or_in_the_file() {
     stop(client, handle);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn request(client: &Connection, id: i32, method: &str, params: Value) -> Value {
+    client
+        .sender
+        .send(Request::new(RequestId::from(id), method.into(), params).into())
+        .unwrap();
+    loop {
+        match client
+            .receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("an answer")
+        {
+            Message::Response(r) if r.id == RequestId::from(id) => {
+                return r.response_result.expect("a result");
+            }
+            _ => continue,
+        }
+    }
+}
+
+fn notify(client: &Connection, method: &str, params: Value) {
+    client
+        .sender
+        .send(Notification::new(method.into(), params).into())
+        .unwrap();
+}
+
+/// Ranged changes are applied in order at UTF-16 positions: `é` is two bytes, one unit, so a
+/// change read as bytes would land one character early and name no lock function.
+#[test]
+fn incremental_changes_apply_at_utf16_positions() {
+    let dir = scratch("incremental");
+    let (client, handle) = serve_in(&dir);
+    let uri = format!("file://{}", dir.join("q.sql").display());
+    assert_eq!(
+        open(&client, &dir, "q.sql", "sql", "SELECT 'é', abs(1);\n").len(),
+        0
+    );
+    let at = |line: u32, a: u32, b: u32| json!({ "start": { "line": line, "character": a }, "end": { "line": line, "character": b } });
+    notify(
+        &client,
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": uri, "version": 2 },
+                "contentChanges": [{ "range": at(0, 12, 15), "text": "pg_advisory_xact_lock" }] }),
+    );
+    let found = next_diagnostics(&client)["diagnostics"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["code"], "xact-lock-outside-transaction");
+    assert_eq!(
+        found[0]["range"]["start"],
+        json!({ "line": 0, "character": 12 })
+    );
+    // Two changes in one notification, the second at a position only the first creates.
+    notify(
+        &client,
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": uri, "version": 3 },
+                "contentChanges": [
+                    { "range": at(0, 0, 0), "text": "BEGIN;\n" },
+                    { "range": at(2, 0, 0), "text": "COMMIT;\n" },
+                ] }),
+    );
+    let found = next_diagnostics(&client)["diagnostics"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(found.len(), 0, "inside BEGIN .. COMMIT now: {found:#?}");
+    stop(client, handle);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every finding links its rule's page; hover on it shows the rule's summary and the link,
+/// hover elsewhere shows nothing.
+#[test]
+fn hover_and_code_description_link_the_rule_page() {
+    let dir = scratch("hover");
+    let (client, handle) = serve_in(&dir);
+    let uri = format!("file://{}", dir.join("q.sql").display());
+    let found = open(
+        &client,
+        &dir,
+        "q.sql",
+        "sql",
+        "SELECT 1;\nSELECT pg_advisory_xact_lock(1);\n",
+    );
+    assert_eq!(found.len(), 1);
+    let rule = txlint::rules::find("xact-lock-outside-transaction").unwrap();
+    assert_eq!(found[0]["codeDescription"]["href"], rule.url());
+    let on = request(
+        &client,
+        5,
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri }, "position": { "line": 1, "character": 10 } }),
+    );
+    let text = on["contents"]["value"].as_str().unwrap();
+    assert!(text.contains("xact-lock-outside-transaction"), "{text}");
+    assert!(
+        text.contains(&rule.summary()) && text.contains(&rule.url()),
+        "{text}"
+    );
+    let off = request(
+        &client,
+        6,
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri }, "position": { "line": 0, "character": 3 } }),
+    );
+    assert_eq!(off, Value::Null);
+    stop(client, handle);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that can watch files is asked to; a changed `txlint.toml` lints the open
+/// documents again with it.
+#[test]
+fn a_changed_configuration_lints_open_documents_again() {
+    let dir = scratch("watch");
+    let (server, client) = Connection::memory();
+    let cwd = dir.clone();
+    let handle = std::thread::spawn(move || txlint::lsp::serve(&server, &cwd));
+    let caps = json!({ "capabilities": { "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } } });
+    request(&client, 1, "initialize", caps);
+    notify(&client, "initialized", json!({}));
+    let registration = loop {
+        match client
+            .receiver
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap()
+        {
+            Message::Request(r) if r.method == "client/registerCapability" => break r,
+            _ => continue,
+        }
+    };
+    let reg = &registration.params["registrations"][0];
+    assert_eq!(reg["method"], "workspace/didChangeWatchedFiles");
+    let globs: Vec<&str> = reg["registerOptions"]["watchers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["globPattern"].as_str().unwrap())
+        .collect();
+    assert!(globs.contains(&"**/txlint.toml"), "{globs:?}");
+    let found = open(
+        &client,
+        &dir,
+        "q.sql",
+        "sql",
+        "SELECT pg_advisory_xact_lock(1);\n",
+    );
+    assert_eq!(found.len(), 1);
+    std::fs::write(
+        dir.join("txlint.toml"),
+        "[rules]\nxact-lock-outside-transaction = \"off\"\n",
+    )
+    .unwrap();
+    let toml = format!("file://{}", dir.join("txlint.toml").display());
+    notify(
+        &client,
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": toml, "type": 1 }] }),
+    );
+    let again = next_diagnostics(&client);
+    assert_eq!(
+        again["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{again:#?}"
+    );
+    stop(client, handle);
+    let _ = std::fs::remove_dir_all(&dir);
+}

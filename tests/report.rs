@@ -95,9 +95,19 @@ fn sarif_has_what_code_scanning_needs() {
             "{}",
             r["id"]
         );
+        // Links work outside the repository: to the rule's page, and none relative.
+        assert!(!help.contains("](../"), "{}", r["id"]);
+        let uri = r["helpUri"].as_str().unwrap();
+        let page = format!("/blob/main/rules/{}.md", r["id"].as_str().unwrap());
+        assert!(uri.starts_with("https://") && uri.ends_with(&page), "{uri}");
         // A name distinct from the id, as SARIF viewers show it.
         assert_ne!(r["name"], r["id"]);
     }
+    assert!(
+        run0["tool"]["driver"]["informationUri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://"))
+    );
     let results = run0["results"].as_array().unwrap();
     let first = &results[0];
     assert_eq!(first["ruleId"], "xact-lock-outside-transaction");

@@ -66,6 +66,7 @@ pub fn render(run: &Run) -> String {
                 "name": "txlint",
                 "version": env!("CARGO_PKG_VERSION"),
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
+                "informationUri": crate::rules::HOME,
                 "rules": rules,
             }},
             "originalUriBaseIds": { "%SRCROOT%": { "uri": root.uri } },
@@ -178,23 +179,14 @@ fn truncate(s: &str, max: usize) -> String {
 
 fn rule(r: &Rule) -> Value {
     let full = r.section("What it does").unwrap_or_default();
-    // The page's examples are marked for the documentation tests; viewers show plain SQL.
-    let help: String = r
-        .body()
-        .lines()
-        .map(
-            |l| match l.strip_prefix("```").and_then(|info| info.split_once(',')) {
-                Some((lang, _)) => format!("```{lang}\n"),
-                None => format!("{l}\n"),
-            },
-        )
-        .collect();
+    let help = r.published();
     json!({
         "id": r.name,
         "name": pascal(r.name),
         "shortDescription": { "text": truncate(&r.summary(), MAX_DESCRIPTION) },
         "fullDescription": { "text": truncate(&full.split_whitespace().collect::<Vec<_>>().join(" "), MAX_DESCRIPTION) },
         "help": { "text": help, "markdown": help },
+        "helpUri": r.url(),
         "defaultConfiguration": { "level": level(r.severity) },
         "properties": { "tags": ["concurrency", "sql"] },
     })

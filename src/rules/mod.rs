@@ -29,7 +29,7 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// 1-based line of a span's start, for messages that point at another statement.
     pub fn line(&self, span: crate::source::Span) -> usize {
-        self.program.files[span.file].line_col(span.start()).line
+        self.program.files[span.file].line(span.start())
     }
 
     /// `path:line` of a span's start.
@@ -50,7 +50,32 @@ pub struct Rule {
     pub check: Option<fn(&Context, &mut Vec<Diagnostic>)>,
 }
 
+/// Where txlint's sources and documentation are published (`repository` in Cargo.toml).
+pub const HOME: &str = env!("CARGO_PKG_REPOSITORY");
+
 impl Rule {
+    /// The rule's page, published with the sources: `rules/<name>.md`.
+    pub fn url(&self) -> String {
+        format!("{HOME}/blob/main/rules/{}.md", self.name)
+    }
+
+    /// The page's text for a viewer outside the repository: code blocks without the marks the
+    /// documentation tests read (`sql,expect_diagnostic` is `sql`), relative links absolute.
+    pub fn published(&self) -> String {
+        let mut out = String::new();
+        for line in self.body().lines() {
+            match line
+                .strip_prefix("```")
+                .and_then(|info| info.split_once(','))
+            {
+                Some((lang, _)) => out += &format!("```{lang}"),
+                None => out += &line.replace("](../", &format!("]({HOME}/blob/main/")),
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The one-line summary: the first paragraph after the `# name` title.
     pub fn summary(&self) -> String {
         self.doc
