@@ -53,6 +53,29 @@ pub struct Run {
     pub elapsed: Duration,
 }
 
+impl Run {
+    /// Add another run's files and findings after this one's (the CLI runs each project, as
+    /// its nearest `txlint.toml` says, on its own). The model is not merged: reports of
+    /// findings need only files and diagnostics.
+    pub fn merge(&mut self, other: Run) {
+        let n = self.program.files.len();
+        let shift = |s: &mut Span| s.file += n;
+        for mut d in other.diagnostics {
+            shift(&mut d.span);
+            d.labels.iter_mut().for_each(|l| shift(&mut l.span));
+            d.statement.iter_mut().for_each(shift);
+            d.calls.iter_mut().for_each(shift);
+            self.diagnostics.push(d);
+        }
+        self.program.files.extend(other.program.files);
+        self.stats += other.stats;
+        self.unreadable += other.unreadable;
+        self.context += other.context;
+        self.baselined += other.baselined;
+        self.elapsed += other.elapsed;
+    }
+}
+
 /// Read `paths` (already discovered) and lint them.
 pub fn check_paths(paths: &[PathBuf], cwd: &Path, config: &Config) -> Run {
     check_discovered(paths, &[], cwd, config)

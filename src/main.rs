@@ -113,7 +113,8 @@ struct CheckArgs {
     /// Write the report to this file instead of standard output.
     #[arg(long, short)]
     output: Option<PathBuf>,
-    /// Configuration file (default: the nearest txlint.toml in this folder or above).
+    /// Configuration file for every file (default: for each file, the nearest txlint.toml
+    /// above it, as in the editor; each such project is linted as a run of its own).
     #[arg(long)]
     config: Option<PathBuf>,
     /// Lowest severity that makes the exit status 1 (`info` notes, such as statements txlint
@@ -224,18 +225,22 @@ fn main() -> ExitCode {
             paths,
             format,
             config,
-        } => match load(&paths, config.as_deref(), false, false) {
+        } => match load(&paths, config.as_deref(), false, false, false) {
             Ok(run) => emit(&report::graph::render(&run, format)),
             Err(code) => code,
         },
-        Command::Schema { paths, config } => match load(&paths, config.as_deref(), false, false) {
-            Ok(run) => emit(&report::schema::render(&run)),
-            Err(code) => code,
-        },
-        Command::Model { paths, config } => match load(&paths, config.as_deref(), false, false) {
-            Ok(run) => emit(&report::model::render(&run)),
-            Err(code) => code,
-        },
+        Command::Schema { paths, config } => {
+            match load(&paths, config.as_deref(), false, false, false) {
+                Ok(run) => emit(&report::schema::render(&run)),
+                Err(code) => code,
+            }
+        }
+        Command::Model { paths, config } => {
+            match load(&paths, config.as_deref(), false, false, false) {
+                Ok(run) => emit(&report::model::render(&run)),
+                Err(code) => code,
+            }
+        }
         Command::Rules { markdown } => {
             if markdown {
                 return emit(&rules::index_markdown());
@@ -293,13 +298,16 @@ fn start(config: Option<&Path>) -> Result<(PathBuf, Config), ExitCode> {
 }
 
 /// Configuration, discovery and the run; `Err` is the exit code after a message.
+/// `by_project`: each file with its nearest configuration ([`projects`]); the model, graph and
+/// schema views show one run, with the working folder's.
 fn load(
     paths: &[PathBuf],
-    config: Option<&Path>,
+    config_path: Option<&Path>,
     force_exclude: bool,
     context: bool,
+    by_project: bool,
 ) -> Result<txlint::Run, ExitCode> {
-    let (cwd, config) = start(config)?;
+    let (cwd, config) = start(config_path)?;
     let found = discover::discover(paths, &cwd, &config, force_exclude);
     if !found.missing.is_empty() {
         let list: Vec<_> = found
@@ -323,11 +331,32 @@ fn load(
             names.join(", ")
         )));
     }
-    let context = match context && paths.iter().all(|p| p.is_file()) {
-        true => discover::context_of(&found.files, &cwd, &config),
-        false => Vec::new(),
+    let named = paths.iter().all(|p| p.is_file());
+    let explicit = config_path.is_some() || !by_project;
+    let projects = projects(&found.files, config, &cwd, explicit, |f| {
+        force_exclude || !paths.contains(f)
+    })?;
+    let mut run: Option<txlint::Run> = None;
+    let mut errors = &found.errors[..];
+    for (config, files) in &projects {
+        let context = match context && named {
+            true => discover::context_of(files, &cwd, config),
+            false => Vec::new(),
+        };
+        let one = txlint::check_in_context(files, &context, errors, &cwd, config);
+        errors = &[];
+        match &mut run {
+            Some(all) => all.merge(one),
+            None => run = Some(one),
+        }
+    }
+    let Some(run) = run else {
+        let names: Vec<_> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(fail(format!(
+            "no .sql or .rs files found in {} that their txlint.toml includes",
+            names.join(", ")
+        )));
     };
-    let run = txlint::check_in_context(&found.files, &context, &found.errors, &cwd, &config);
     if run.unreadable == run.program.files.len() {
         // Say which and why, not only that nothing was read.
         for d in &run.diagnostics {
@@ -339,6 +368,64 @@ fn load(
         return Err(fail("none of the files could be read".to_string()));
     }
     Ok(run)
+}
+
+/// The files by project: each file goes with the nearest `txlint.toml` above it (as in the
+/// editor), unless `--config` names one for all. The working folder's configuration comes
+/// first; a file under another one is linted with that one's rules and settings, and left out
+/// when that one's `include`/`exclude` leave it out (`selectable`: it was found by a walk, or
+/// `--force-exclude`). Each project is a run of its own: its schema, routines and lock graph.
+fn projects(
+    files: &[PathBuf],
+    top: Config,
+    cwd: &Path,
+    explicit: bool,
+    selectable: impl Fn(&PathBuf) -> bool,
+) -> Result<Vec<(Config, Vec<PathBuf>)>, ExitCode> {
+    if explicit {
+        return Ok(vec![(top, files.to_vec())]);
+    }
+    let mut nearest: std::collections::HashMap<PathBuf, Option<PathBuf>> = Default::default();
+    let mut groups: Vec<(Option<PathBuf>, Vec<PathBuf>)> = vec![(top.path.clone(), Vec::new())];
+    for f in files {
+        let abs = std::path::absolute(cwd.join(f)).unwrap_or_else(|_| cwd.join(f));
+        let dir = abs.parent().unwrap_or(cwd).to_path_buf();
+        let key = nearest
+            .entry(dir.clone())
+            .or_insert_with(|| {
+                dir.ancestors()
+                    .map(|d| d.join(txlint::config::FILE_NAME))
+                    .find(|p| p.is_file())
+            })
+            .clone();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some(g) => g.1.push(f.clone()),
+            None => groups.push((key, vec![f.clone()])),
+        }
+    }
+    let mut out = Vec::new();
+    let mut groups = groups.into_iter();
+    if let Some((_, first)) = groups.next() {
+        out.push((top, first));
+    }
+    for (key, files) in groups {
+        let folder = match &key {
+            Some(p) => p.parent().unwrap_or(cwd).to_path_buf(),
+            None => std::path::absolute(&files[0])
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf))
+                .unwrap_or_else(|| cwd.to_path_buf()),
+        };
+        let config = Config::discover(&folder, None).map_err(|e| fail(e.to_string()))?;
+        let selection = discover::Selection::new(&config);
+        let files: Vec<PathBuf> = files
+            .into_iter()
+            .filter(|f| !selectable(f) || selection.selects(f, cwd))
+            .collect();
+        out.push((config, files));
+    }
+    out.retain(|(_, files)| !files.is_empty());
+    Ok(out)
 }
 
 /// `txlint check -`: one document from standard input, standing for `--stdin-filename`, with
@@ -357,6 +444,13 @@ fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
             path.display()
         )));
     }
+    // The document's own project, as for a file on disk.
+    let config = match (&args.config, cwd.join(path).parent()) {
+        (None, Some(folder)) if folder.is_dir() => {
+            Config::discover(folder, None).map_err(|e| fail(e.to_string()))?
+        }
+        _ => config,
+    };
     let context = match args.no_context {
         true => Vec::new(),
         false => discover::context_of(std::slice::from_ref(path), &cwd, &config),
@@ -377,6 +471,7 @@ fn check(args: CheckArgs) -> ExitCode {
             args.config.as_deref(),
             args.force_exclude,
             !args.no_context,
+            true,
         ),
     };
     let mut run = match loaded {

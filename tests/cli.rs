@@ -807,3 +807,90 @@ fn model_shows_query_builder_sql() {
         assert!(text.contains(sql), "missing {sql:?} in:\n{text}");
     }
 }
+
+/// Each file is linted with the nearest `txlint.toml` above it, as in the editor: a
+/// sub-project's rules, `exclude` and project boundary apply to its files, from the top folder,
+/// for a file named alone and for standard input standing for a file there.
+#[test]
+fn each_file_takes_the_nearest_configuration() {
+    let d = Dir::new("nearest");
+    let ab = "BEGIN;\nUPDATE accounts SET n = 1 WHERE id = 1;\nUPDATE ledger SET n = 1 WHERE id = 1;\nCOMMIT;\n";
+    let ba = "BEGIN;\nUPDATE ledger SET n = 2 WHERE id = 1;\nUPDATE accounts SET n = 2 WHERE id = 1;\nCOMMIT;\n";
+    d.write("txlint.toml", "")
+        .write("a.sql", BAD)
+        .write("ab.sql", ab)
+        .write(
+            "sub/txlint.toml",
+            "exclude = [\"vendor\"]\n[rules]\nxact-lock-outside-transaction = \"off\"\n",
+        )
+        .write("sub/b.sql", BAD)
+        .write("sub/ba.sql", ba)
+        .write(
+            "sub/vendor/c.sql",
+            "-- txlint: ignore lost-update\nSELECT 1;\n",
+        );
+    let found = |args: &[&str]| -> Vec<(String, String)> {
+        let o = txlint(d.path(), args);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                let (p, r) = (x["path"].as_str(), x["rule"].as_str());
+                (p.unwrap().to_string(), r.unwrap().to_string())
+            })
+            .collect()
+    };
+    // The sub-project turns the rule off and excludes its vendor folder (whose unused
+    // suppression would be a warning); its lock order is its own, not the top project's.
+    assert_eq!(
+        found(&["check", "--format", "json", "."]),
+        [(
+            "a.sql".to_string(),
+            "xact-lock-outside-transaction".to_string()
+        )]
+    );
+    assert_eq!(found(&["check", "--format", "json", "sub/b.sql"]), []);
+    // Within one project the same two orders are a cycle.
+    d.write("ba.sql", ba);
+    let top = found(&["check", "--format", "json", "ab.sql", "ba.sql"]);
+    assert!(
+        top.iter().any(|(_, r)| r == "lock-order-inversion"),
+        "{top:?}"
+    );
+    // `--config` names one configuration for every file.
+    let all = found(&[
+        "check",
+        "--format",
+        "json",
+        "--config",
+        "txlint.toml",
+        "sub/b.sql",
+    ]);
+    assert_eq!(all.len(), 1, "{all:?}");
+    // Standard input standing for a file of the sub-project.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args([
+            "check",
+            "--format",
+            "json",
+            "-",
+            "--stdin-filename",
+            "sub/x.sql",
+        ])
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(BAD.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
