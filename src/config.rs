@@ -69,6 +69,9 @@ pub struct SqlConfig {
     /// wraps each file in a transaction, sqlc query files).
     #[serde(default)]
     pub mode: Option<SqlMode>,
+    /// File endings read as SQL besides `sql` (`["pgsql", "psql"]`), without the dot.
+    #[serde(default)]
+    pub extensions: Vec<String>,
 }
 
 /// How the connection pool hands out sessions.
@@ -296,6 +299,18 @@ impl Config {
         let rel = self.relative(path);
         let mut folders = rel.components().rev().skip(1);
         folders.any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches")
+    }
+
+    /// A file txlint reads: `.rs`, `.sql` or one of `sql.extensions` (compared without case).
+    pub fn reads(&self, path: &Path) -> bool {
+        let Some(e) = path.extension().and_then(|e| e.to_str()) else {
+            return false;
+        };
+        let sql = std::iter::once("sql").chain(self.sql.extensions.iter().map(String::as_str));
+        crate::source::is_rust(path)
+            || sql
+                .map(|x| x.trim_start_matches('.'))
+                .any(|x| x.eq_ignore_ascii_case(e))
     }
 
     /// The severity a rule reports at, or `None` when it is turned off.

@@ -7,9 +7,6 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::config::Config;
 
-/// File endings txlint reads.
-pub const EXTENSIONS: &[&str] = &["sql", "rs"];
-
 #[derive(Debug, Default)]
 pub struct Discovered {
     pub files: Vec<PathBuf>,
@@ -57,7 +54,7 @@ impl<'c> Selection<'c> {
 
     /// A file txlint reads (by its ending) that the configuration does not leave out.
     pub fn selects(&self, p: &Path, cwd: &Path) -> bool {
-        has_extension(p) && !self.excluded(p, cwd) && self.included(p, cwd)
+        self.config.reads(p) && !self.excluded(p, cwd) && self.included(p, cwd)
     }
 }
 
@@ -70,9 +67,12 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
     for path in paths {
         // A FIFO, a socket or a device named explicitly is reported, never read.
         let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
-        if path.is_file() || (special && has_extension(path)) {
-            if !has_extension(path) {
-                out.skipped.push((path.clone(), "not a .sql or .rs file"));
+        if path.is_file() || (special && config.reads(path)) {
+            if !config.reads(path) {
+                out.skipped.push((
+                    path.clone(),
+                    "not a .sql or .rs file (nor one of sql.extensions)",
+                ));
             } else if force_exclude && (excluded(path) || !included(path)) {
                 out.skipped
                     .push((path.clone(), "excluded by the configuration"));
@@ -110,7 +110,7 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
             };
             let p = entry.path();
             let kind = entry.file_type();
-            let wanted = has_extension(p) && !excluded(p) && included(p);
+            let wanted = config.reads(p) && !excluded(p) && included(p);
             if kind.is_some_and(|t| t.is_file()) && wanted {
                 out.files.push(p.to_path_buf());
             } else if wanted && kind.is_some_and(|t| !t.is_dir() && !t.is_file()) {
@@ -168,13 +168,6 @@ fn walk_error(root: &Path, e: &ignore::Error) -> (PathBuf, String) {
     }
     let (path, why) = inner(e);
     (path.unwrap_or_else(|| root.to_path_buf()), why)
-}
-
-/// A `.sql` or `.rs` file, by its ending (in any case).
-pub fn has_extension(p: &Path) -> bool {
-    p.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
 }
 
 fn globs(patterns: &[String]) -> GlobSet {

@@ -486,14 +486,11 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
         let ext = if language == "rust" { "rs" } else { "sql" };
         PathBuf::from(format!("untitled.{ext}"))
     });
-    // Only what a run would read: `.sql` and `.rs` files (or, for a document not saved yet,
-    // the client's `sql` and `rust`), and only those the configuration does not leave out.
+    // Only what a run would read: `.rs`, `.sql` and `sql.extensions` files (or, for a document
+    // not saved yet, the client's `sql` and `rust`), and only those the configuration does not
+    // leave out.
     let on_disk = uri.starts_with("file://");
-    let kind = match on_disk {
-        true => crate::discover::has_extension(&path),
-        false => matches!(language, "sql" | "rust"),
-    };
-    if !kind {
+    if !on_disk && !matches!(language, "sql" | "rust") {
         return Vec::new();
     }
     let folder = path
@@ -504,6 +501,8 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
     let folder = folder.as_path();
     let config = match Config::discover(folder, None) {
         Ok(c) => c,
+        // Said on the documents the defaults would read, not on every Markdown file.
+        Err(_) if on_disk && !Config::default().reads(&path) => return Vec::new(),
         Err(e) => {
             let file = SourceFile::new(path.clone(), uri.to_string(), text.to_string());
             return vec![json!({

@@ -438,12 +438,6 @@ fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
     let text = String::from_utf8(bytes)
         .map_err(|_| fail("standard input is not UTF-8 text".to_string()))?;
     let path = &args.stdin_filename;
-    if !discover::has_extension(path) {
-        return Err(fail(format!(
-            "--stdin-filename {} must end in .sql or .rs",
-            path.display()
-        )));
-    }
     // The document's own project, as for a file on disk.
     let config = match (&args.config, cwd.join(path).parent()) {
         (None, Some(folder)) if folder.is_dir() => {
@@ -451,6 +445,12 @@ fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
         }
         _ => config,
     };
+    if !config.reads(path) {
+        return Err(fail(format!(
+            "--stdin-filename {} must end in .sql or .rs (or one of sql.extensions)",
+            path.display()
+        )));
+    }
     let context = match args.no_context {
         true => Vec::new(),
         false => discover::context_of(std::slice::from_ref(path), &cwd, &config),

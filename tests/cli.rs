@@ -894,3 +894,37 @@ fn each_file_takes_the_nearest_configuration() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
+
+/// `sql.extensions` adds file endings read as SQL, on a walk and when named; without it a
+/// `.pgsql` file is not read.
+#[test]
+fn sql_extensions_are_configurable() {
+    let d = Dir::new("extensions");
+    d.write("q.pgsql", BAD)
+        .write("Q2.SQL", BAD)
+        .write("notes.txt", BAD);
+    let o = txlint(d.path(), &["check", "--format", "json", "."]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let paths: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["Q2.SQL"]);
+    let o = txlint(d.path(), &["check", "q.pgsql"]);
+    assert!(stderr(&o).contains("skipping q.pgsql"), "{}", stderr(&o));
+    d.write("txlint.toml", "[sql]\nextensions = [\"pgsql\"]\n");
+    let o = txlint(d.path(), &["check", "--format", "json", "."]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let mut paths: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(paths, ["Q2.SQL", "q.pgsql"]);
+    let o = txlint(d.path(), &["check", "q.pgsql"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
