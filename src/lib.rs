@@ -17,6 +17,7 @@ pub mod report;
 pub mod rules;
 pub mod source;
 pub mod suppress;
+pub mod witness;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -50,6 +51,9 @@ pub struct Run {
     pub context: usize,
     /// Findings left out because the `--baseline` file has them.
     pub baselined: usize,
+    /// With `check --witness`: for each diagnostic of a core rule, its witness or what is
+    /// missing for one (in the order of `diagnostics`; `None` for the other rules).
+    pub witnesses: Vec<Option<Result<witness::Witness, String>>>,
     pub elapsed: Duration,
 }
 
@@ -334,6 +338,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         unreadable,
         context: 0,
         baselined: 0,
+        witnesses: Vec::new(),
         elapsed: start.elapsed(),
     }
 }

@@ -72,6 +72,21 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Write the two-session script that shows a finding's race on a scratch database: the
+    /// setup (tables, rows), the steps for psql sessions A and B in order, and what to look for.
+    ///
+    /// For findings in .sql scripts whose statements have literal values; otherwise it says
+    /// what is missing. The rest of the project is read as context (its schema).
+    Witness {
+        /// The finding: `path:line`, as `txlint check` prints it.
+        at: String,
+        /// `json`: the setup, the steps and what shows the race, for a driver.
+        #[arg(long, value_enum, default_value_t = WitnessFormat::Text)]
+        format: WitnessFormat,
+        /// Configuration file (default: the nearest txlint.toml in this folder or above).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Serve diagnostics to an editor over the Language Server Protocol on stdin/stdout.
     Lsp,
     /// Write a txlint.toml in the current folder with every setting, commented out (the
@@ -95,6 +110,12 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WitnessFormat {
+    Text,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -132,6 +153,10 @@ struct CheckArgs {
     /// file are reported.
     #[arg(long)]
     no_context: bool,
+    /// With `--format json`: give each finding of a core rule its witness, the two-session
+    /// script that shows its race (as `txlint witness` writes it), or what is missing for one.
+    #[arg(long)]
+    witness: bool,
     /// Report only findings that are not in this baseline file (written by --write-baseline):
     /// adopt txlint in an existing codebase and fail only on new findings. Findings are matched
     /// by rule, file and the text of their line, so they survive lines moving.
@@ -241,6 +266,7 @@ fn main() -> ExitCode {
                 Err(code) => code,
             }
         }
+        Command::Witness { at, format, config } => witness(&at, format, config.as_deref()),
         Command::Rules { markdown } => {
             if markdown {
                 return emit(&rules::index_markdown());
@@ -370,6 +396,76 @@ fn load(
     Ok(run)
 }
 
+/// `txlint witness path:line`.
+fn witness(at: &str, format: WitnessFormat, config: Option<&Path>) -> ExitCode {
+    let Some((path, line)) = at
+        .rsplit_once(':')
+        .and_then(|(p, l)| Some((PathBuf::from(p), l.parse::<usize>().ok()?)))
+    else {
+        return fail(format!("`{at}` is not path:line"));
+    };
+    let run = match load(std::slice::from_ref(&path), config, false, true, false) {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let same = |p: &Path| p.canonicalize().ok() == path.canonicalize().ok();
+    let here: Vec<&txlint::diagnostic::Diagnostic> = run
+        .diagnostics
+        .iter()
+        .filter(|d| rules::find(d.rule).is_some_and(|r| r.check.is_some()))
+        .filter(|d| {
+            let f = &run.program.files[d.span.file];
+            same(&f.path) && f.line(d.span.start()) == line
+        })
+        .collect();
+    if here.is_empty() {
+        let lines: Vec<String> = run
+            .diagnostics
+            .iter()
+            .filter(|d| same(&run.program.files[d.span.file].path))
+            .map(|d| {
+                run.program.files[d.span.file]
+                    .line(d.span.start())
+                    .to_string()
+            })
+            .collect();
+        let hint = match lines.is_empty() {
+            true => "it has no findings".to_string(),
+            false => format!("its findings are at lines {}", lines.join(", ")),
+        };
+        return fail(format!("no finding at {at}: {hint}"));
+    }
+    let results: Vec<_> = here
+        .iter()
+        .map(|d| txlint::witness::witness(&run, d))
+        .collect();
+    let out = match format {
+        WitnessFormat::Json => {
+            let v: Vec<serde_json::Value> = results
+                .iter()
+                .map(|r| match r {
+                    Ok(w) => serde_json::json!({ "witness": w }),
+                    Err(why) => serde_json::json!({ "missing": why }),
+                })
+                .collect();
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
+        WitnessFormat::Text => results
+            .iter()
+            .map(|r| match r {
+                Ok(w) => txlint::witness::render(w),
+                Err(why) => format!("-- no witness: {why}\n"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    let code = emit(&out);
+    match results.iter().any(Result::is_ok) {
+        true => code,
+        false => ExitCode::from(1),
+    }
+}
+
 /// The files by project: each file goes with the nearest `txlint.toml` above it (as in the
 /// editor), unless `--config` names one for all. The working folder's configuration comes
 /// first; a file under another one is linted with that one's rules and settings, and left out
@@ -461,6 +557,11 @@ fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
 }
 
 fn check(args: CheckArgs) -> ExitCode {
+    if args.witness && !matches!(args.format, Format::Json) {
+        return fail(
+            "--witness goes with --format json (or use `txlint witness path:line`)".into(),
+        );
+    }
     let loaded = match args.paths.iter().any(|p| p.as_os_str() == "-") {
         true if args.paths.len() > 1 => Err(fail(
             "`-` (standard input) is the only path of its run".to_string(),
@@ -517,6 +618,16 @@ fn check(args: CheckArgs) -> ExitCode {
         (args.select.is_empty() || args.select.iter().any(|r| r == d.rule))
             && !args.ignore.iter().any(|r| r == d.rule)
     });
+    if args.witness {
+        run.witnesses = run
+            .diagnostics
+            .iter()
+            .map(|d| {
+                let core = rules::find(d.rule).is_some_and(|r| r.check.is_some());
+                core.then(|| txlint::witness::witness(&run, d))
+            })
+            .collect();
+    }
     // The reports need the files and the findings, not the model: give its memory back first.
     run.program.forget_model();
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();

@@ -350,6 +350,15 @@ fn the_readme_example_has_its_two_races() {
         .collect();
     let rule = "xact-lock-outside-transaction".to_string();
     assert_eq!(found, vec![(rule.clone(), 12), (rule, 16)]);
+    // The README shows the first one's witness as txlint writes it.
+    let o = txlint(root, &["witness", "examples/job_queue.sql:12"]);
+    assert_eq!(o.status.code(), Some(0));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("```sql\n{}```", stdout(&o))),
+        "README's witness differs from:\n{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -927,4 +936,61 @@ fn sql_extensions_are_configurable() {
     assert_eq!(paths, ["Q2.SQL", "q.pgsql"]);
     let o = txlint(d.path(), &["check", "q.pgsql"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// `txlint witness path:line` writes the shipped example's race as two psql sessions, in text
+/// and JSON; a place without a finding is a usage error that says where the findings are.
+#[test]
+fn witness_writes_the_two_sessions_of_a_finding() {
+    let d = Dir::new("witness");
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/job_queue.sql"),
+    )
+    .unwrap();
+    d.write("job_queue.sql", &example);
+    let o = txlint(d.path(), &["witness", "job_queue.sql:12"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("-- 1. A\nSELECT pg_advisory_xact_lock(hashtext('jobs'));\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "-- 2. B\nSELECT pg_try_advisory_xact_lock(hashtext('jobs'));  -- the race: `t`"
+        ),
+        "{text}"
+    );
+    let o = txlint(
+        d.path(),
+        &["witness", "job_queue.sql:16", "--format", "json"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let w = &v[0]["witness"];
+    assert_eq!(w["rule"], "xact-lock-outside-transaction");
+    assert!(
+        w["setup"][0]
+            .as_str()
+            .unwrap()
+            .contains("CREATE TABLE IF NOT EXISTS jobs")
+    );
+    assert!(
+        w["steps"][1]["sql"]
+            .as_str()
+            .unwrap()
+            .contains("FOR UPDATE NOWAIT")
+    );
+    let o = txlint(d.path(), &["witness", "job_queue.sql:3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("lines 12, 16"), "{}", stderr(&o));
+    let o = txlint(d.path(), &["witness", "job_queue.sql"]);
+    assert_eq!(o.status.code(), Some(2));
+    // Per finding in the JSON report.
+    let o = txlint(d.path(), &["check", "--format", "json", "--witness", "."]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    for f in v["diagnostics"].as_array().unwrap() {
+        assert_eq!(f["witness"]["rule"], f["rule"], "{f:#}");
+    }
+    let o = txlint(d.path(), &["check", "--witness", "."]);
+    assert_eq!(o.status.code(), Some(2));
 }

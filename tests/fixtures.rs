@@ -197,3 +197,48 @@ fn no_stale_snapshots() {
         }
     }
 }
+
+/// Every finding of every fixture gets a witness or says what is missing, without a panic;
+/// each witness has steps on two sessions and what to look for (`tests/truth` runs them).
+#[test]
+fn every_finding_has_a_witness_or_a_reason() {
+    let (mut written, mut missing) = (0, 0);
+    for (paths, _) in cases() {
+        let texts: Vec<(String, String)> = paths
+            .iter()
+            .map(|p| {
+                let bytes = std::fs::read(p).unwrap();
+                (
+                    p.display().to_string(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                )
+            })
+            .collect();
+        let cwd = std::env::current_dir().unwrap();
+        let run = txlint::check_paths(&paths, &cwd, &config(&texts));
+        for d in &run.diagnostics {
+            let core = txlint::rules::find(d.rule).is_some_and(|r| r.check.is_some());
+            if !core {
+                continue;
+            }
+            match txlint::witness::witness(&run, d) {
+                Ok(w) => {
+                    written += 1;
+                    let sessions: std::collections::BTreeSet<char> =
+                        w.steps.iter().map(|s| s.session).collect();
+                    assert!(sessions.len() >= 2, "{}: {w:#?}", w.at);
+                    assert!(!w.look_for.is_empty(), "{}", w.at);
+                }
+                Err(why) => {
+                    missing += 1;
+                    assert!(why.contains(':'), "the reason names the place: {why}");
+                }
+            }
+        }
+    }
+    eprintln!("witnesses: {written} written, {missing} missing");
+    assert!(
+        written >= 10 && missing >= 10,
+        "{written} written, {missing} missing"
+    );
+}

@@ -34,6 +34,9 @@ struct Finding<'a> {
     labels: Vec<Location<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     help: Option<&'a str>,
+    /// `check --witness`: the two-session script that shows the race, or what is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    witness: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -92,7 +95,8 @@ pub fn render(run: &Run) -> String {
     let diagnostics = run
         .diagnostics
         .iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(i, d)| {
             let (path, start, end) = range(run, d.span);
             Finding {
                 rule: d.rule,
@@ -116,6 +120,14 @@ pub fn render(run: &Run) -> String {
                     })
                     .collect(),
                 help: d.help.as_deref(),
+                witness: run
+                    .witnesses
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map(|w| match w {
+                        Ok(w) => serde_json::to_value(w).unwrap_or_default(),
+                        Err(why) => serde_json::json!({ "missing": why }),
+                    }),
             }
         })
         .collect();

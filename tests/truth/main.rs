@@ -4,6 +4,7 @@
 //! The rule pages cite these tests by name.
 
 mod pg;
+mod witness;
 
 use pg::{Database, server, sqlstate};
 

@@ -294,7 +294,9 @@ impl Session {
     /// Send a statement (or several; `;` is added at the end) without waiting for it.
     pub fn send(&mut self, sql: &str) {
         self.marker += 1;
-        let end = if sql.trim_end().ends_with(';') {
+        // A statement ended by psql's `\g` family (`\gset`) is complete as it is.
+        let last = sql.trim_end().lines().last().unwrap_or("");
+        let end = if last.ends_with(';') || last.contains("\\g") {
             ""
         } else {
             ";"
