@@ -69,6 +69,11 @@ fn main() {
     let _ = std::fs::remove_dir_all(&scratch);
     // txlint runs first: a child's peak memory counts what it inherited from this process at
     // the fork, so the floors (which allocate) are measured after.
+    // The memory floor: the process on a one-statement file (its code, stacks and buffers).
+    let tiny = scratch.join("floor");
+    let _ = std::fs::create_dir_all(&tiny);
+    let _ = std::fs::write(tiny.join("one.sql"), "SELECT 1;\n");
+    let (_, _, memory_floor, _) = run_txlint(&tiny);
     let mut shapes = Vec::new();
     for shape in ["many files", "one file"] {
         let mut samples = Vec::new();
@@ -97,8 +102,12 @@ fn main() {
         floors.1,
         floors.2
     );
+    println!(
+        "memory floor: {:.1} MB (txlint on a one-statement file); `net x` is the peak above it per byte of input",
+        memory_floor as f64 / 1e6
+    );
     for (shape, samples) in &shapes {
-        report(shape, samples, floors, *shape == "one file");
+        report(shape, samples, floors, memory_floor, *shape == "one file");
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }
@@ -183,16 +192,23 @@ fn lay_out(dir: &Path, files: &[PathBuf], texts: &[String], copies: usize, one: 
     bytes
 }
 
-fn report(shape: &str, samples: &[Sample], (read, tokenize, parse): (f64, f64, f64), one: bool) {
+fn report(
+    shape: &str,
+    samples: &[Sample],
+    (read, tokenize, parse): (f64, f64, f64),
+    memory_floor: u64,
+    one: bool,
+) {
+    let net = |s: &Sample| s.peak.saturating_sub(memory_floor) as f64 / s.bytes as f64;
     println!("\n{shape}:");
     println!(
-        "{:>6} {:>7} {:>7} {:>7} {:>10} {:>8} {:>8} {:>8}  summary",
-        "copies", "MB", "wall s", "cpu s", "cpu/parse", "tokenize", "peak MB", "x input"
+        "{:>6} {:>7} {:>7} {:>7} {:>10} {:>8} {:>8} {:>8} {:>6}  summary",
+        "copies", "MB", "wall s", "cpu s", "cpu/parse", "tokenize", "peak MB", "x input", "net x"
     );
     for s in samples {
         let c = s.copies as f64;
         println!(
-            "{:>6} {:>7.1} {:>7.2} {:>7.2} {:>10.2} {:>8.2} {:>8.1} {:>8.1}  {}{}",
+            "{:>6} {:>7.1} {:>7.2} {:>7.2} {:>10.2} {:>8.2} {:>8.1} {:>8.1} {:>6.1}  {}{}",
             s.copies,
             s.bytes as f64 / 1e6,
             s.seconds,
@@ -201,6 +217,7 @@ fn report(shape: &str, samples: &[Sample], (read, tokenize, parse): (f64, f64, f
             s.cpu / (tokenize * c),
             s.peak as f64 / 1e6,
             s.peak as f64 / s.bytes as f64,
+            net(s),
             s.summary,
             if s.limited(one) {
                 " [statement limit: the rest of the file was not analysed]"
@@ -232,8 +249,9 @@ fn report(shape: &str, samples: &[Sample], (read, tokenize, parse): (f64, f64, f
         .iter()
         .map(|s| s.peak as f64 / s.bytes as f64)
         .fold(0.0, f64::max);
+    let worst_net = full.iter().map(|s| net(s)).fold(0.0, f64::max);
     println!(
-        "exponents over {}-{} copies: wall {wall:.2}, cpu {cpu:.2}, memory {memory:.2}; peak memory at most {worst:.1}x the input (read floor {read:.3} s per copy)",
+        "exponents over {}-{} copies: wall {wall:.2}, cpu {cpu:.2}, memory {memory:.2}; peak memory at most {worst:.1}x the input, {worst_net:.1}x above the floor (read floor {read:.3} s per copy)",
         full[0].copies,
         full[full.len() - 1].copies
     );

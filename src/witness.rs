@@ -69,6 +69,11 @@ pub fn witness(run: &Run, d: &Diagnostic) -> Result<Witness, String> {
         same_as_one_run: false,
         assumed: Vec::new(),
     };
+    // `path:line` of one of the finding's statements (a cycle's other side can be elsewhere).
+    let place = |s: &Step| {
+        let f = &program.files[s.span.file];
+        format!("{}:{}", f.display, f.line(s.span.start()))
+    };
     if let Some(s) = found
         .steps
         .iter()
@@ -92,8 +97,8 @@ pub fn witness(run: &Run, d: &Diagnostic) -> Result<Witness, String> {
         tables.dedup();
         if tables.len() > 1 {
             return Err(format!(
-                "{at}: line {} uses several tables ({}); a witness is written for statements on one table each",
-                file.line(s.step.span.start()),
+                "{at}: {} uses several tables ({}); a witness is written for statements on one table each",
+                place(s.step),
                 tables.join(", ")
             ));
         }
@@ -106,14 +111,14 @@ pub fn witness(run: &Run, d: &Diagnostic) -> Result<Witness, String> {
     for s in &found.steps {
         if !matches!(s.unit.kind, UnitKind::Script) {
             return Err(format!(
-                "{at}: line {} is in a routine body or a query file, whose values and transaction come from its caller; a witness is written for psql scripts",
-                file.line(s.step.span.start())
+                "{at}: {} is in a routine body or a query file, whose values and transaction come from its caller; a witness is written for psql scripts",
+                place(s.step)
             ));
         }
-        if has_host_values(&s.step.facts) || has_parameter(&sql(program, s.step)) {
+        if has_parameter(&sql(program, s.step)) {
             return Err(format!(
-                "{at}: line {} binds values from host code or variables ($n, :name); a witness needs literal values",
-                file.line(s.step.span.start())
+                "{at}: {} binds values from host code ($1, ...); a witness needs literal values",
+                place(s.step)
             ));
         }
     }
@@ -176,21 +181,6 @@ impl<'p> Found<'p> {
     fn primary(&self) -> At<'p> {
         self.steps[self.primary]
     }
-}
-
-/// `$n`, `?` or a variable in a filter, a `SET` or an inserted value.
-fn has_host_values(f: &Facts) -> bool {
-    let operands = f
-        .filters
-        .iter()
-        .map(|p| &p.value)
-        .chain(f.sets.iter().map(|s| &s.value))
-        .chain(f.inserts.iter().map(|(_, o)| o));
-    let mut host = false;
-    for o in operands {
-        host |= !o.params.is_empty();
-    }
-    host || f.advisory.iter().any(|a| a.key.contains('$'))
 }
 
 /// `$1` outside quotes: a value the caller binds.
