@@ -181,6 +181,22 @@ impl<'p> Found<'p> {
     fn primary(&self) -> At<'p> {
         self.steps[self.primary]
     }
+
+    /// The read or check just before the finding's write, the write, and its table.
+    fn read_write(&self, at: &str) -> Result<(At<'p>, At<'p>, &'p str), String> {
+        let write = self.primary();
+        let read = self.steps[..self.primary]
+            .last()
+            .copied()
+            .ok_or_else(|| format!("{at}: the read is not before the write"))?;
+        let table = write
+            .step
+            .facts
+            .writes
+            .first()
+            .ok_or_else(|| format!("{at}: the written table is unknown"))?;
+        Ok((read, write, table.name.as_str()))
+    }
 }
 
 /// `$1` outside quotes: a value the caller binds.
@@ -359,18 +375,8 @@ fn lock_order(w: &mut Witness, found: &Found, program: &Program) -> Result<(), S
 }
 
 fn lost_update(w: &mut Witness, found: &Found, program: &Program) -> Result<(), String> {
-    let write = found.primary();
-    let read = found.steps[..found.primary]
-        .last()
-        .copied()
-        .ok_or_else(|| format!("{}: the read is not before the write", w.at))?;
-    let table = write
-        .step
-        .facts
-        .writes
-        .first()
-        .ok_or_else(|| format!("{}: the written table is unknown", w.at))?;
-    rows(w, program, &[read.step, write.step], &table.name)?;
+    let (read, write, table) = found.read_write(&w.at)?;
+    rows(w, program, &[read.step, write.step], table)?;
     let column = write
         .step
         .facts
@@ -378,8 +384,7 @@ fn lost_update(w: &mut Witness, found: &Found, program: &Program) -> Result<(), 
         .first()
         .map_or("*", |s| s.column.as_str());
     let check = format!(
-        "SELECT {column} FROM {} WHERE {};",
-        table.name,
+        "SELECT {column} FROM {table} WHERE {};",
         where_of(&write.step.facts)?
     );
     let one_run = |w: &mut Witness, s: char| {
@@ -427,25 +432,15 @@ fn lost_update(w: &mut Witness, found: &Found, program: &Program) -> Result<(), 
 }
 
 fn check_then_insert(w: &mut Witness, found: &Found, program: &Program) -> Result<(), String> {
-    let write = found.primary();
+    let (read, write, table) = found.read_write(&w.at)?;
     if write.step.facts.kind != StmtKind::Insert {
         return Err(format!(
             "{}: a witness is written for a check followed by an INSERT; this write is an {:?}",
             w.at, write.step.facts.kind
         ));
     }
-    let read = found.steps[..found.primary]
-        .last()
-        .copied()
-        .ok_or_else(|| format!("{}: the check is not before the insert", w.at))?;
-    let table = write
-        .step
-        .facts
-        .writes
-        .first()
-        .ok_or_else(|| format!("{}: the table is unknown", w.at))?;
-    table_for(w, program, &[read.step, write.step], &table.name)?;
-    let check = duplicates(&table.name, &where_of(&read.step.facts)?, &write.step.facts);
+    table_for(w, program, &[read.step, write.step], table)?;
+    let check = duplicates(table, &where_of(&read.step.facts)?, &write.step.facts);
     let both = opens(read.tx) && std::ptr::eq(read.tx, write.tx);
     let run = |w: &mut Witness, s: char| {
         begin(w, s, read.tx);
@@ -475,11 +470,8 @@ fn check_then_insert(w: &mut Witness, found: &Found, program: &Program) -> Resul
 /// A check-then-act inside a routine: two transactions call it with the same key, the first
 /// one's write not committed yet when the second one checks.
 fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<(), String> {
-    let write = found.primary();
-    let read = found.steps[..found.primary]
-        .last()
-        .copied()
-        .ok_or_else(|| format!("{}: the check is not before the write", w.at))?;
+    let (read, write, table) = found.read_write(&w.at)?;
+    let table = table.to_string();
     let unit = write.unit;
     let at = w.at.clone();
     let name = unit
@@ -533,14 +525,6 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
             false => Ok(parts.join(" AND ")),
         }
     };
-    let table = write
-        .step
-        .facts
-        .writes
-        .first()
-        .ok_or_else(|| format!("{}: the written table is unknown", w.at))?
-        .name
-        .to_string();
     let columns = table_typed(w, program, &[read.step, write.step], &table, &params)?;
     let (check, shows, waits) = match write.step.facts.kind {
         StmtKind::Insert => (

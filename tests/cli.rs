@@ -39,6 +39,26 @@ fn txlint(dir: &Path, args: &[&str]) -> Output {
         .expect("run txlint")
 }
 
+/// `txlint` in `dir` with `input` on its standard input.
+fn txlint_stdin(dir: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run txlint");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -700,25 +720,8 @@ fn init_writes_a_commented_configuration_that_means_the_defaults() {
 
 #[test]
 fn standard_input_stands_for_the_file_named() {
-    use std::io::Write;
     let d = Dir::new("stdin");
-    let with_stdin = |args: &[&str], input: &str| -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
-            .args(args)
-            .current_dir(d.path())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let with_stdin = |args: &[&str], input: &str| txlint_stdin(d.path(), args, input);
     let json =
         |o: &Output| -> serde_json::Value { serde_json::from_str(&stdout(o)).expect("json") };
     let o = with_stdin(
@@ -879,28 +882,15 @@ fn each_file_takes_the_nearest_configuration() {
     ]);
     assert_eq!(all.len(), 1, "{all:?}");
     // Standard input standing for a file of the sub-project.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_txlint"))
-        .args([
-            "check",
-            "--format",
-            "json",
-            "-",
-            "--stdin-filename",
-            "sub/x.sql",
-        ])
-        .current_dir(d.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(BAD.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let args = [
+        "check",
+        "--format",
+        "json",
+        "-",
+        "--stdin-filename",
+        "sub/x.sql",
+    ];
+    let o = txlint_stdin(d.path(), &args, BAD);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
 
