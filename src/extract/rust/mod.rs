@@ -579,6 +579,9 @@ struct Index<'a> {
     /// What struct literals put in a field, by field name (`Queue { claim: format!(..) }`):
     /// SQL built once and kept in a field, read where a method uses `self.claim`.
     field_values: HashMap<String, Vec<(usize, &'a syn::Expr)>>,
+    /// sea-orm entities whose table is not named after their module: the module (`user`, from
+    /// `mod user` or `user.rs`) and its model's `#[sea_orm(table_name = "users")]`.
+    entity_tables: HashMap<String, String>,
 }
 
 struct Collector<'a, 'i> {
@@ -590,6 +593,8 @@ struct Collector<'a, 'i> {
     in_dialect: Option<Dialect>,
     /// Inside `impl <type>`.
     owner: Option<&'a syn::Type>,
+    /// The innermost inline `mod` around the item, if any.
+    module: Option<&'a syn::Ident>,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
@@ -610,6 +615,22 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             let handle = (kind, types::dialect_of_type(&f.ty));
             self.ix.handle_structs.insert(s.ident.to_string(), handle);
         }
+        if let Some(table) = seaorm::table_name(&s.attrs) {
+            let file = &self.ix.parsed[self.file].path;
+            let stem = file.file_stem().and_then(|f| f.to_str());
+            let dir = file
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|d| d.to_str());
+            let module = match (self.module, stem) {
+                (Some(m), _) => Some(m.to_string()),
+                (None, Some("mod")) => dir.map(str::to_string),
+                (None, stem) => stem.map(str::to_string),
+            };
+            if let Some(m) = module.filter(|m| *m != table) {
+                self.ix.entity_tables.insert(m, table);
+            }
+        }
         syn::visit::visit_item_struct(self, s);
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
@@ -627,7 +648,9 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         });
     }
     fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+        let outer = self.module.replace(&m.ident);
         self.nested(&m.attrs, |c| syn::visit::visit_item_mod(c, m));
+        self.module = outer;
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
         let derefs = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
@@ -767,6 +790,7 @@ impl<'a> Index<'a> {
             const_names: HashMap::new(),
             fields: HashMap::new(),
             handle_structs: HashMap::new(),
+            entity_tables: HashMap::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };
@@ -777,6 +801,7 @@ impl<'a> Index<'a> {
                 in_test: false,
                 in_dialect: None,
                 owner: None,
+                module: None,
             }
             .visit_file(&p.ast);
         }

@@ -1,7 +1,7 @@
 //! sea-orm's query builder and active models read as SQL, on the same [`Query`] as diesel's:
 //! `posts::Entity::find()`, `find_by_id(k)`, `update_many()`, `delete_many()`,
-//! `delete_by_id(k)` start a chain on the table the entity's module is named after (as
-//! sea-orm's generator names them); `posts::ActiveModel { .. }` and a variable declared
+//! `delete_by_id(k)` start a chain on the entity's table (its model's
+//! `#[sea_orm(table_name = "..")]`, else the module's name, as sea-orm's generator names them); `posts::ActiveModel { .. }` and a variable declared
 //! `let am: posts::ActiveModel = model.into()` are rows to `update`, `insert`, `save` or
 //! `delete`, their `Set(..)` fields the columns written.
 
@@ -22,6 +22,24 @@ pub(super) fn snake(camel: &str) -> String {
         }
     }
     out
+}
+
+/// `#[sea_orm(table_name = "users")]` on an entity's model.
+pub(super) fn table_name(attrs: &[syn::Attribute]) -> Option<String> {
+    let mut table = None;
+    for a in attrs.iter().filter(|a| a.path().is_ident("sea_orm")) {
+        let _ = a.parse_nested_meta(|m| {
+            if m.path.is_ident("table_name") {
+                let lit: syn::LitStr = m.value()?.parse()?;
+                table = Some(lit.value());
+            } else if m.input.peek(syn::Token![=]) {
+                // Another `key = value` of the attribute: skip its value.
+                let _: syn::Expr = m.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    table
 }
 
 impl Walker<'_, '_> {
@@ -49,7 +67,9 @@ impl Walker<'_, '_> {
             "delete_by_id" => (Kind::Delete, true),
             _ => return None,
         };
-        let mut q = Query::new(kind, table.to_string(), self.span(table));
+        let name = table.to_string();
+        let name = self.ix.entity_tables.get(&name).cloned().unwrap_or(name);
+        let mut q = Query::new(kind, name, self.span(table));
         if by_id && let Some(k) = first {
             let key = Part::Param(self.bound(k));
             q.filters.push(Cond::id_is(key, self.span(&s[n - 1].ident)));
