@@ -435,10 +435,8 @@ fn witness(at: &str, format: WitnessFormat, config: Option<&Path>) -> ExitCode {
         };
         return fail(format!("no finding at {at}: {hint}"));
     }
-    let results: Vec<_> = here
-        .iter()
-        .map(|d| txlint::witness::witness(&run, d))
-        .collect();
+    let index = txlint::witness::Witnesses::new(&run);
+    let results: Vec<_> = here.iter().map(|d| index.of(d)).collect();
     let out = match format {
         WitnessFormat::Json => {
             let v: Vec<serde_json::Value> = results
@@ -619,14 +617,16 @@ fn check(args: CheckArgs) -> ExitCode {
             && !args.ignore.iter().any(|r| r == d.rule)
     });
     if args.witness {
-        run.witnesses = run
+        let index = txlint::witness::Witnesses::new(&run);
+        let witnesses = run
             .diagnostics
             .iter()
             .map(|d| {
                 let core = rules::find(d.rule).is_some_and(|r| r.check.is_some());
-                core.then(|| txlint::witness::witness(&run, d))
+                core.then(|| index.of(d))
             })
             .collect();
+        run.witnesses = witnesses;
     }
     // The reports need the files and the findings, not the model: give its memory back first.
     run.program.forget_model();

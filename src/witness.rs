@@ -47,8 +47,56 @@ pub struct WitnessStep {
     pub shows: Option<String>,
 }
 
-/// The witness for `d`, or what is missing to write one.
+/// The witness for `d`, or what is missing to write one (for many findings of one run, build a
+/// [`Witnesses`] once).
 pub fn witness(run: &Run, d: &Diagnostic) -> Result<Witness, String> {
+    Witnesses::new(run).of(d)
+}
+
+/// The run's statements by place, to find each finding's statements without a scan of the
+/// whole model per finding.
+pub struct Witnesses<'r> {
+    run: &'r Run,
+    /// Every step, by (file, start).
+    steps: Vec<At<'r>>,
+}
+
+impl<'r> Witnesses<'r> {
+    pub fn new(run: &'r Run) -> Self {
+        let mut steps: Vec<At<'r>> = Vec::new();
+        for unit in &run.program.units {
+            for tx in &unit.transactions {
+                steps.extend(tx.steps.iter().map(|step| At { step, tx, unit }));
+            }
+        }
+        steps.sort_by_key(|a| (a.step.span.file, a.step.span.start()));
+        Witnesses { run, steps }
+    }
+
+    /// The innermost statement around `s` (a routine body's, not the `CREATE FUNCTION` around
+    /// it): the nearest of those that start at or before it, looking back a bounded way.
+    fn innermost(&self, s: Span) -> Option<At<'r>> {
+        let end = self
+            .steps
+            .partition_point(|a| (a.step.span.file, a.step.span.start()) <= (s.file, s.start()));
+        self.steps[..end]
+            .iter()
+            .rev()
+            .take(LOOK_BACK)
+            .take_while(|a| a.step.span.file == s.file)
+            .find(|a| s.end() <= a.step.span.end())
+            .copied()
+    }
+
+    pub fn of(&self, d: &Diagnostic) -> Result<Witness, String> {
+        build(self.run, d, self)
+    }
+}
+
+/// Statements looked back over for the one around a span: nested bodies are shallow.
+const LOOK_BACK: usize = 64;
+
+fn build(run: &Run, d: &Diagnostic, index: &Witnesses) -> Result<Witness, String> {
     let program = &run.program;
     let file = &program.files[d.span.file];
     let at = format!("{}:{}", file.display, file.line(d.span.start()));
@@ -57,7 +105,7 @@ pub fn witness(run: &Run, d: &Diagnostic) -> Result<Witness, String> {
             "{at}: the statements are sent by Rust code with values txlint does not know; a witness is written for findings in .sql files"
         ));
     }
-    let found = Found::of(program, d)
+    let found = Found::of(index, d)
         .ok_or_else(|| format!("{at}: no statement of the model is at this finding"))?;
     let mut w = Witness {
         rule: d.rule,
@@ -148,30 +196,12 @@ struct At<'p> {
 }
 
 impl<'p> Found<'p> {
-    fn of(program: &'p Program, d: &Diagnostic) -> Option<Found<'p>> {
-        let spans: Vec<Span> = std::iter::once(d.span)
+    fn of(index: &Witnesses<'p>, d: &Diagnostic) -> Option<Found<'p>> {
+        let primary_span = index.innermost(d.span)?.step.span;
+        let mut steps: Vec<At<'p>> = std::iter::once(d.span)
             .chain(d.labels.iter().map(|l| l.span))
+            .filter_map(|s| index.innermost(s))
             .collect();
-        // Each span's innermost statement: a routine body's, not the `CREATE FUNCTION` around it.
-        let mut best: Vec<Option<At<'p>>> = vec![None; spans.len()];
-        for unit in &program.units {
-            for tx in &unit.transactions {
-                for step in &tx.steps {
-                    for (k, s) in spans.iter().enumerate() {
-                        let inside = s.file == step.span.file
-                            && step.span.start() <= s.start()
-                            && s.end() <= step.span.end();
-                        let len = |a: &At| a.step.span.end() - a.step.span.start();
-                        let here = At { step, tx, unit };
-                        if inside && best[k].as_ref().is_none_or(|b| len(&here) < len(b)) {
-                            best[k] = Some(here);
-                        }
-                    }
-                }
-            }
-        }
-        let primary_span = best.first().copied().flatten()?.step.span;
-        let mut steps: Vec<At<'p>> = best.into_iter().flatten().collect();
         steps.sort_by_key(|a| (a.step.span.file, a.step.span.start()));
         steps.dedup_by_key(|a| a.step.span);
         let primary = steps.iter().position(|a| a.step.span == primary_span)?;
