@@ -43,6 +43,13 @@ pub(super) fn table_name(attrs: &[syn::Attribute]) -> Option<String> {
 }
 
 impl Walker<'_, '_> {
+    /// The table of the entity in module `module` (`user::Entity`, `user::ActiveModel`): its
+    /// model's `table_name` where the run has the model, else the module's name.
+    fn seaorm_table(&self, module: &syn::Ident) -> String {
+        let name = module.to_string();
+        self.ix.entity_tables.get(&name).cloned().unwrap_or(name)
+    }
+
     /// `posts::Entity::find_by_id(k)` and the other chain starts, or none.
     pub(super) fn seaorm_entity(
         &mut self,
@@ -67,9 +74,7 @@ impl Walker<'_, '_> {
             "delete_by_id" => (Kind::Delete, true),
             _ => return None,
         };
-        let name = table.to_string();
-        let name = self.ix.entity_tables.get(&name).cloned().unwrap_or(name);
-        let mut q = Query::new(kind, name, self.span(table));
+        let mut q = Query::new(kind, self.seaorm_table(table), self.span(table));
         if by_id && let Some(k) = first {
             let key = Part::Param(self.bound(k));
             q.filters.push(Cond::id_is(key, self.span(&s[n - 1].ident)));
@@ -85,7 +90,7 @@ impl Walker<'_, '_> {
             return None;
         }
         let table = &segs[n - 2].ident;
-        let mut q = Query::new(Kind::Update, table.to_string(), self.span(table));
+        let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
         for f in &s.fields {
             let syn::Member::Named(name) = &f.member else {
                 continue;
@@ -131,7 +136,7 @@ impl Walker<'_, '_> {
         }
         let mut key = self.bound(base);
         key.text = format!("{}.id", key.text);
-        let mut q = Query::new(Kind::Update, table.to_string(), self.span(table));
+        let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
         q.filters
             .push(Cond::id_is(Part::Param(key), self.span(init)));
         Some(Value::Diesel(Box::new(q)))
