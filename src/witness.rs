@@ -324,10 +324,7 @@ fn xact_lock(w: &mut Witness, found: &Found, program: &Program) -> Result<(), St
         head,
         tail.trim_end().trim_end_matches(';')
     );
-    w.steps.push(WitnessStep {
-        shows: None,
-        ..step('B', format!("{};", nowait.trim()))
-    });
+    w.steps.push(step('B', format!("{};", nowait.trim())));
     w.look_for = "step 2 locks the same rows at once instead of failing with 55P03 (lock not available): the row lock ended with step 1's statement".into();
     Ok(())
 }
@@ -571,20 +568,7 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
                 .iter()
                 .map(|p| Ok((p.column.to_string(), subst(&p.value)?)))
                 .collect();
-            let row = row?;
-            let mut names: Vec<String> = row.iter().map(|(c, _)| c.clone()).collect();
-            let mut values: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
-            for (c, ty) in &columns {
-                if !names.contains(c) && ty == "int" {
-                    names.push(c.clone());
-                    values.push("0".into());
-                }
-            }
-            w.setup.push(format!(
-                "INSERT INTO {table} ({}) VALUES ({});",
-                names.join(", "),
-                values.join(", ")
-            ));
+            w.setup.push(insert_row(&table, &row?, &columns, "0"));
             let set = write
                 .step
                 .facts
@@ -760,6 +744,28 @@ fn where_of(f: &Facts) -> Result<String, String> {
     }
 }
 
+/// `INSERT` of the row with `key`'s columns and values, its other `int` columns set to `fill`.
+fn insert_row(
+    table: &str,
+    key: &[(String, String)],
+    columns: &[(String, String)],
+    fill: &str,
+) -> String {
+    let mut names: Vec<&str> = key.iter().map(|(c, _)| c.as_str()).collect();
+    let mut values: Vec<&str> = key.iter().map(|(_, v)| v.as_str()).collect();
+    for (c, ty) in columns {
+        if !names.contains(&c.as_str()) && ty == "int" {
+            names.push(c);
+            values.push(fill);
+        }
+    }
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({});",
+        names.join(", "),
+        values.join(", ")
+    )
+}
+
 /// The table and the rows the steps' filters name: one row per distinct key, its other
 /// columns read or written by the steps set to 100.
 fn rows(w: &mut Witness, program: &Program, steps: &[&Step], table: &str) -> Result<(), String> {
@@ -784,19 +790,7 @@ fn rows(w: &mut Witness, program: &Program, steps: &[&Step], table: &str) -> Res
         }
     }
     for key in keys {
-        let mut names: Vec<String> = key.iter().map(|(c, _)| c.clone()).collect();
-        let mut values: Vec<String> = key.iter().map(|(_, v)| v.clone()).collect();
-        for (c, ty) in &columns {
-            if !names.contains(c) && ty == "int" {
-                names.push(c.clone());
-                values.push("100".into());
-            }
-        }
-        w.setup.push(format!(
-            "INSERT INTO {table} ({}) VALUES ({});",
-            names.join(", "),
-            values.join(", ")
-        ));
+        w.setup.push(insert_row(table, &key, &columns, "100"));
     }
     Ok(())
 }
