@@ -91,7 +91,7 @@ impl Diagnostic {
     /// The finding is about this statement: its span, and the calls that reached it.
     pub fn in_step(mut self, step: &crate::model::Step) -> Self {
         self.statement = Some(step.span);
-        self.calls = step.calls.to_vec();
+        self.calls = step.host().calls.to_vec();
         self
     }
 }

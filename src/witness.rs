@@ -252,7 +252,12 @@ fn sql(program: &Program, step: &Step) -> String {
         .trim()
         .trim_end_matches(';')
         .to_string();
-    let gset = step.facts.assigns.iter().any(|a| a.starts_with(':'));
+    let gset = step
+        .facts
+        .extra()
+        .assigns
+        .iter()
+        .any(|a| a.starts_with(':'));
     if gset && !s.contains("\\gset") {
         s += " \\gset";
     } else if !s.ends_with("\\gset") {
@@ -292,6 +297,7 @@ fn xact_lock(w: &mut Witness, found: &Found, program: &Program) -> Result<(), St
     w.steps.push(step('A', sql(program, s)));
     if let Some(a) = s
         .facts
+        .extra()
         .advisory
         .iter()
         .find(|a| a.scope == LockScope::Transaction)
@@ -333,6 +339,7 @@ fn session_lock(w: &mut Witness, found: &Found) -> Result<(), String> {
     let s = found.primary().step;
     let a = s
         .facts
+        .extra()
         .advisory
         .iter()
         .find(|a| a.scope == LockScope::Session && a.op == AdvisoryOp::Lock)
@@ -845,7 +852,7 @@ fn table_typed(
         for c in f
             .columns
             .iter()
-            .filter(|c| *c != "*" && !f.uses.contains(c))
+            .filter(|c| *c != "*" && !f.extra().uses.contains(c))
         {
             columns.entry(c.to_string()).or_insert(None);
         }
@@ -863,6 +870,7 @@ fn table_typed(
         .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
         .find(|s| {
             s.facts
+                .extra()
                 .ddl
                 .as_ref()
                 .is_some_and(|d| d.creates && d.table == table)

@@ -67,9 +67,9 @@ async fn f(pool: &PgPool, client: &tokio_postgres::Client, e: impl sqlx::PgExecu
     assert_eq!(s[3].1.session, s[4].1.session);
     assert_eq!(s[4].1.session, s[6].1.session);
     assert_ne!(s[0].1.session, s[3].1.session);
-    assert_eq!(s[4].1.via.as_deref(), Some("&mut *tx"));
+    assert_eq!(s[4].1.host().via.as_deref(), Some("&mut *tx"));
     let tx = &f.transactions[4];
-    assert!(tx.begin.is_some() && tx.end.is_some());
+    assert!(tx.begin().is_some() && tx.end().is_some());
 }
 
 #[test]
@@ -301,8 +301,8 @@ async fn helper(conn: &mut PoolConnection<Postgres>) {
     // The helper's statement is reached through the call in `f`.
     let d = &s[4].1;
     assert_eq!(d.facts.writes[0].name, "d");
-    assert_eq!(d.calls.len(), 1);
-    assert!(a.calls.is_empty());
+    assert_eq!(d.host().calls.len(), 1);
+    assert!(a.host().calls.is_empty());
 }
 
 #[test]
@@ -530,7 +530,7 @@ fn f(conn: &mut PgConnection, ids: Vec<i64>, id: i64, n: i64) {
         "a host value is a parameter, `attempts + 1` is computed in SQL"
     );
     assert_eq!(update.filters[0].column, "id");
-    assert_eq!(facts[2].aggregates[..], ["max".to_string()]);
+    assert_eq!(facts[2].extra().aggregates[..], ["max".to_string()]);
     assert!(facts[3].on_conflict);
     assert_eq!(facts[4].kind, txlint::model::StmtKind::Delete);
     // Every statement points into the chain that builds it.

@@ -88,7 +88,7 @@ impl Front {
         };
         let (mut facts, failure) = reader.read(stmt);
         if !assigns.is_empty() {
-            facts.assigns = assigns.into_iter().map(Name::from).collect();
+            facts.extra_mut().assigns = assigns.into_iter().map(Name::from).collect();
         }
         facts.shrink_to_fit();
         self.out.stats += Stats {
@@ -110,9 +110,7 @@ impl Front {
             seq: 0,
             session: None,
             branch: List::new(),
-            via: None,
-            inputs: List::new(),
-            calls: List::new(),
+            host: None,
         }
     }
 }

@@ -54,7 +54,7 @@ impl SessionWalker {
             Executor::Transaction,
             Isolation::ReadCommitted,
         );
-        tx.begin = begin;
+        tx.set_begin(begin);
         SessionWalker {
             open: Some(tx),
             ..SessionWalker::host(Executor::Transaction)
@@ -64,7 +64,7 @@ impl SessionWalker {
     /// Host code ends the open transaction (`tx.commit()`).
     pub fn end(&mut self, end: Option<Span>) {
         if let Some(mut tx) = self.open.take() {
-            tx.end = end;
+            tx.set_end(end);
             self.done.push(tx);
         }
         self.last_message = None;
@@ -91,7 +91,7 @@ impl SessionWalker {
             SqlMode::Transaction => {
                 // The file is one transaction; its own BEGIN/COMMIT are not steps.
                 if !matches!(
-                    step.facts.tx.as_deref(),
+                    step.facts.extra().tx.as_ref(),
                     Some(TxControl::Begin { .. } | TxControl::Commit | TxControl::Rollback)
                 ) && let Some(open) = self.open.as_mut()
                 {
@@ -101,14 +101,14 @@ impl SessionWalker {
             }
             SqlMode::Script => {}
         }
-        match step.facts.tx.as_deref() {
+        match step.facts.extra().tx.as_ref() {
             Some(TxControl::Begin { isolation }) => {
                 if self.open.is_none() {
                     let iso = isolation
                         .or(self.next_isolation.take())
                         .unwrap_or(self.session_isolation);
                     let mut tx = Transaction::new(Scope::Explicit, self.executor, iso);
-                    tx.begin = Some(step.span);
+                    tx.set_begin(Some(step.span));
                     self.open = Some(tx);
                 }
                 self.last_message = None;
@@ -116,7 +116,7 @@ impl SessionWalker {
             }
             Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
                 if let Some(mut tx) = self.open.take() {
-                    tx.end = Some(step.span);
+                    tx.set_end(Some(step.span));
                     self.done.push(tx);
                 }
                 self.last_message = None;
@@ -132,7 +132,7 @@ impl SessionWalker {
             _ => {}
         }
         // A session default applies from the next transaction on.
-        let session_default = match step.facts.tx.as_deref() {
+        let session_default = match step.facts.extra().tx.as_ref() {
             Some(TxControl::SetIsolation {
                 isolation,
                 session: true,

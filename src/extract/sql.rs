@@ -104,14 +104,14 @@ fn group(steps: Vec<(Step, usize)>, mode: SqlMode) -> Vec<Transaction> {
 fn lock_outside_transaction(steps: &[(Step, usize)]) -> bool {
     let mut open = false;
     steps.iter().any(|(s, _)| {
-        match s.facts.tx.as_deref() {
+        match s.facts.extra().tx.as_ref() {
             Some(TxControl::Begin { .. }) => open = true,
             Some(TxControl::Commit | TxControl::Rollback | TxControl::PrepareTransaction) => {
                 open = false
             }
             _ => {}
         }
-        !open && s.facts.table_lock.is_some()
+        !open && s.facts.extra().table_lock.is_some()
     })
 }
 
@@ -180,11 +180,11 @@ impl Front {
         let push = |step: Step, txs: &mut Vec<Transaction>, tx: &mut Transaction| {
             // A procedure's COMMIT or ROLLBACK ends the transaction and starts the next one.
             let ends = matches!(
-                step.facts.tx.as_deref(),
+                step.facts.extra().tx.as_ref(),
                 Some(TxControl::Commit | TxControl::Rollback)
             );
             if ends {
-                tx.end = Some(step.span);
+                tx.set_end(Some(step.span));
                 let done = std::mem::replace(
                     tx,
                     Transaction::new(Scope::Caller, Executor::Session, Isolation::ReadCommitted),
@@ -208,12 +208,13 @@ impl Front {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
                     step.seq = s.seq;
                     step.branch = s.branch.as_slice().into();
-                    step.facts.uses = variables_used(&body, &s.raw.tokens, &known)
-                        .into_iter()
-                        .map(Name::from)
-                        .collect();
+                    let uses = variables_used(&body, &s.raw.tokens, &known);
+                    if !uses.is_empty() {
+                        step.facts.extra_mut().uses = uses.into_iter().map(Name::from).collect();
+                    }
                     let mut from: BTreeSet<usize> = step
                         .facts
+                        .extra()
                         .uses
                         .iter()
                         .filter_map(|u| sources.get(u))
@@ -226,7 +227,7 @@ impl Front {
                     if queries {
                         from.insert(step.seq);
                     }
-                    for a in &step.facts.assigns {
+                    for a in &step.facts.extra().assigns {
                         sources.insert(a.clone(), from.clone());
                     }
                     if queries && s.raw.prefix == 0 {
@@ -497,10 +498,10 @@ mod tests {
         );
         let tx = &u[0].transactions[1];
         assert_eq!(
-            tx.begin.map(|s| &sql[s.range()]),
+            tx.begin().map(|s| &sql[s.range()]),
             Some("begin isolation level serializable")
         );
-        assert_eq!(tx.end.map(|s| &sql[s.range()]), Some("commit"));
+        assert_eq!(tx.end().map(|s| &sql[s.range()]), Some("commit"));
     }
 
     #[test]
@@ -535,14 +536,14 @@ mod tests {
             &sql[read.span.range()],
             "select balance into v from accounts where id = k"
         );
-        assert_eq!(read.facts.assigns, vec!["v"]);
+        assert_eq!(read.facts.extra().assigns, vec!["v"]);
         assert_eq!(read.facts.reads[0].name, "accounts");
         let write = &f.transactions[0].steps[1];
         assert_eq!(write.facts.kind, StmtKind::Update);
         // `k` is the function's parameter: a variable too.
-        assert_eq!(write.facts.uses, vec!["v", "k"]);
+        assert_eq!(write.facts.extra().uses, vec!["v", "k"]);
         assert_eq!(write.facts.writes[0].name, "accounts");
-        let lock = &f.transactions[1].steps[0].facts.advisory[0];
+        let lock = &f.transactions[1].steps[0].facts.extra().advisory[0];
         assert_eq!(&sql[lock.span.range()], "pg_advisory_xact_lock(k)");
         assert_eq!(
             (lock.scope, lock.key.as_str()),
@@ -573,21 +574,21 @@ mod tests {
         assert!(f.modifies);
         assert_eq!(f.row_locks[0].of, vec!["jobs"]);
         assert_eq!(f.row_locks[0].wait, LockWait::SkipLocked);
-        let l = steps[1].facts.table_lock.as_ref().unwrap();
+        let l = steps[1].facts.extra().table_lock.as_ref().unwrap();
         let names: Vec<_> = l.tables.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
             (names, l.mode.as_str()),
             (vec!["a", "b"], "SHARE ROW EXCLUSIVE")
         );
         assert_eq!(
-            steps[2].facts.set.as_deref(),
+            steps[2].facts.extra().set.as_ref(),
             Some(&SetFact {
                 name: "lock_timeout".into(),
                 local: true
             })
         );
         assert_eq!(
-            steps[3].facts.tx.as_deref(),
+            steps[3].facts.extra().tx.as_ref(),
             Some(&TxControl::RollbackTo("sp".into()))
         );
         let reads: Vec<_> = steps[4]

@@ -23,11 +23,6 @@ pub struct Facts {
     pub writes: List<TableRef>,
     pub reads: List<TableRef>,
     pub row_locks: List<RowLock>,
-    pub advisory: List<AdvisoryCall>,
-    pub table_lock: Option<Box<TableLock>>,
-    pub tx: Option<Box<TxControl>>,
-    /// `SET [LOCAL|SESSION] name ...`.
-    pub set: Option<Box<SetFact>>,
     /// Calls a function other than a lock function or a well-known pure built-in: the
     /// statement may do its protected work itself.
     pub calls_functions: bool,
@@ -49,17 +44,30 @@ pub struct Facts {
     /// `INSERT ... ON CONFLICT ... DO UPDATE` (MySQL `ON DUPLICATE KEY UPDATE`): locks the
     /// conflicting rows.
     pub upsert: bool,
-    /// Decision functions in a query's select list: `count`, `max`, `min`, `sum`, `avg`,
-    /// `exists` (also `SELECT 1 FROM ...`).
-    pub aggregates: List<Name>,
     /// `INSERT`: the columns and the values of its first `VALUES` row.
     pub inserts: List<(Name, Operand)>,
     /// `INSERT ... ON CONFLICT`, `ON DUPLICATE KEY UPDATE`, `INSERT IGNORE`: a duplicate key is
     /// handled by the statement.
     pub on_conflict: bool,
+    /// What few statements have; read with [`Facts::extra`], written with [`Facts::extra_mut`].
+    extra: Option<Box<Extra>>,
+}
+
+/// The facts most statements do not have, in one box of their own so that the step of a
+/// plain statement stays small (a run keeps every step until its rules are done).
+#[derive(Clone, Debug, Default)]
+pub struct Extra {
+    pub advisory: List<AdvisoryCall>,
+    pub table_lock: Option<TableLock>,
+    pub tx: Option<TxControl>,
+    /// `SET [LOCAL|SESSION] name ...`.
+    pub set: Option<SetFact>,
+    /// Decision functions in a query's select list: `count`, `max`, `min`, `sum`, `avg`,
+    /// `exists` (also `SELECT 1 FROM ...`).
+    pub aggregates: List<Name>,
     /// A table's keys declared by this statement (`CREATE TABLE`, `CREATE UNIQUE INDEX`,
     /// `ALTER TABLE ... ADD CONSTRAINT`).
-    pub ddl: Option<Box<TableDdl>>,
+    pub ddl: Option<TableDdl>,
     /// `UPDATE t SET state = .. WHERE id = (SELECT id FROM t WHERE state = 'queued' ..)`: the
     /// columns the subquery picks its row by and the outer `WHERE` does not test again (a
     /// one-statement claim: a waiting `UPDATE` re-checks only the outer `WHERE`).
@@ -72,6 +80,19 @@ pub struct Facts {
     /// Variables of the unit that this statement reads.
     pub uses: List<Name>,
 }
+
+static NO_EXTRA: Extra = Extra {
+    advisory: List::new(),
+    table_lock: None,
+    tx: None,
+    set: None,
+    aggregates: List::new(),
+    ddl: None,
+    claim: List::new(),
+    absent: List::new(),
+    assigns: List::new(),
+    uses: List::new(),
+};
 
 /// An expression's ingredients.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -257,13 +278,22 @@ impl AdvisoryCall {
 }
 
 impl Facts {
+    /// The facts few statements have (empty lists and `None` when this one has none).
+    pub fn extra(&self) -> &Extra {
+        self.extra.as_deref().unwrap_or(&NO_EXTRA)
+    }
+
+    /// The facts few statements have, boxed on first write.
+    pub fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
     /// Give back what building the facts over-allocated: a run keeps the facts of every
     /// statement until its rules are done.
     pub fn shrink_to_fit(&mut self) {
         self.writes.shrink_to_fit();
         self.reads.shrink_to_fit();
         self.row_locks.shrink_to_fit();
-        self.advisory.shrink_to_fit();
         self.columns.shrink_to_fit();
         self.sets.shrink_to_fit();
         self.sets.iter_mut().for_each(|s| s.value.shrink_to_fit());
@@ -271,16 +301,20 @@ impl Facts {
         self.filters
             .iter_mut()
             .for_each(|p| p.value.shrink_to_fit());
-        self.aggregates.shrink_to_fit();
         self.inserts.shrink_to_fit();
         self.inserts.iter_mut().for_each(|(_, o)| o.shrink_to_fit());
-        self.assigns.shrink_to_fit();
-        self.uses.shrink_to_fit();
+        if let Some(e) = &mut self.extra {
+            e.advisory.shrink_to_fit();
+            e.aggregates.shrink_to_fit();
+            e.assigns.shrink_to_fit();
+            e.uses.shrink_to_fit();
+        }
     }
 
     /// Transaction-scoped locks this statement takes: xact advisory locks, row locks, `LOCK TABLE`.
     pub fn xact_locks(&self) -> impl Iterator<Item = (Span, String)> + '_ {
         let advisory = self
+            .extra()
             .advisory
             .iter()
             .filter(|a| a.scope == LockScope::Transaction)
@@ -290,6 +324,7 @@ impl Facts {
             .iter()
             .map(|l| (l.span, format!("`{}`", l.clause)));
         let table = self
+            .extra()
             .table_lock
             .iter()
             .map(|l| (l.span, "`LOCK TABLE`".to_string()));

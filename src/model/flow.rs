@@ -57,6 +57,7 @@ impl<'u> Flow<'u> {
                 }
             }
             let used: Vec<(&str, Vec<usize>)> = f
+                .extra()
                 .uses
                 .iter()
                 .map(|u| {
@@ -66,7 +67,7 @@ impl<'u> Flow<'u> {
                     )
                 })
                 .collect();
-            if !f.assigns.is_empty() {
+            if !f.extra().assigns.is_empty() {
                 let mut from: Vec<usize> =
                     used.iter().flat_map(|(_, o)| o.iter().copied()).collect();
                 if !f.reads.is_empty() {
@@ -76,7 +77,7 @@ impl<'u> Flow<'u> {
                 from.dedup();
                 let keep = from.len().saturating_sub(ORIGINS);
                 from.drain(..keep);
-                for v in &f.assigns {
+                for v in &f.extra().assigns {
                     current.insert(v.as_str(), from.clone());
                 }
             }
@@ -111,7 +112,8 @@ impl<'u> Flow<'u> {
     pub fn flows_from(&self, o: &Operand, r: &Step, w: usize) -> bool {
         let ws = self.steps[w].step;
         o.params.iter().any(|p| {
-            ws.inputs
+            ws.host()
+                .inputs
                 .iter()
                 .any(|i| i.param == *p && i.from.contains(&r.seq))
         }) || o.idents.iter().any(|ident| {
@@ -130,10 +132,12 @@ pub fn value_key(o: &Operand, step: &Step) -> String {
         return o
             .params
             .iter()
-            .map(|p| match step.inputs.iter().find(|i| i.param == *p) {
-                Some(i) => format!("host:{}", i.text),
-                None => format!("${p}"),
-            })
+            .map(
+                |p| match step.host().inputs.iter().find(|i| i.param == *p) {
+                    Some(i) => format!("host:{}", i.text),
+                    None => format!("${p}"),
+                },
+            )
             .collect::<Vec<_>>()
             .join(",");
     }
@@ -143,7 +147,7 @@ pub fn value_key(o: &Operand, step: &Step) -> String {
 /// An identifier that names one of the step's variables (PL/pgSQL, psql `:v`), not a column.
 pub fn is_var(ident: &str, step: &Step) -> bool {
     let first = ident.split('.').next().unwrap_or(ident);
-    step.facts.uses.iter().any(|u| u == first)
+    step.facts.extra().uses.iter().any(|u| u == first)
 }
 
 /// The row lock that a count or sum over a set relies on: a locking read of rows (not the very
@@ -155,7 +159,7 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
     if rf.kind != StmtKind::Select
         || rf.modifies
         || !rf.row_locks.is_empty()
-        || !rf.aggregates.iter().any(|a| a != "exists")
+        || !rf.extra().aggregates.iter().any(|a| a != "exists")
         || matches!(tx.scope, Scope::Autocommit | Scope::Unknown)
         || tx.isolation == Isolation::Serializable
     {
@@ -192,6 +196,6 @@ pub fn advisory_before(tx: &Transaction, seq: usize) -> Option<&AdvisoryCall> {
     tx.steps
         .iter()
         .filter(|s| s.seq < seq)
-        .flat_map(|s| &s.facts.advisory)
+        .flat_map(|s| &s.facts.extra().advisory)
         .find(|a| a.takes_xact_lock())
 }

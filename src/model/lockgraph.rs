@@ -99,7 +99,7 @@ pub const EDGES: usize = 250_000;
 /// The `$n` of an advisory key replaced by the host value bound to it (as messages show it).
 fn key_text(key: &str, step: &Step) -> String {
     let mut k = key.to_string();
-    let mut inputs: Vec<&Input> = step.inputs.iter().collect();
+    let mut inputs: Vec<&Input> = step.host().inputs.iter().collect();
     inputs.sort_by_key(|i| std::cmp::Reverse(i.param));
     for i in inputs {
         k = k.replace(&format!("${}", i.param), &i.shown());
@@ -111,7 +111,7 @@ fn key_text(key: &str, step: &Step) -> String {
 pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
     let f = &step.facts;
     let mut out = Vec::new();
-    for a in &f.advisory {
+    for a in &f.extra().advisory {
         if matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock) {
             out.push((Resource::Advisory(key_text(&a.key, step)), a.span));
         }
@@ -157,7 +157,7 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
                 .map(|t| (Resource::Table(t.name.to_string()), t.span)),
         );
     }
-    if let Some(l) = &f.table_lock {
+    if let Some(l) = &f.extra().table_lock {
         out.extend(
             l.tables
                 .iter()
@@ -203,7 +203,7 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                         continue;
                     }
                     if held.len() >= HELD || g.edges.len() >= EDGES {
-                        let at = tx.begin.unwrap_or(tx.steps[0].span);
+                        let at = tx.begin().unwrap_or(tx.steps[0].span);
                         if g.limited.last() != Some(&at) {
                             g.limited.push(at);
                         }

@@ -100,8 +100,8 @@ impl Unit {
             let steps = tx
                 .steps
                 .iter()
-                .flat_map(|s| std::iter::once(s.span).chain(s.calls.iter().copied()));
-            tx.begin.into_iter().chain(tx.end).chain(steps)
+                .flat_map(|s| std::iter::once(s.span).chain(s.host().calls.iter().copied()));
+            tx.begin().into_iter().chain(tx.end()).chain(steps)
         });
         std::iter::once(self.span)
             .chain(txs)
@@ -305,21 +305,44 @@ pub struct Transaction {
     pub scope: Scope,
     pub executor: Executor,
     pub isolation: Isolation,
-    /// Where the transaction is opened (`BEGIN`), if it is opened explicitly.
-    pub begin: Option<Span>,
-    /// Where it ends (`COMMIT`, `ROLLBACK`), if it ends explicitly.
-    pub end: Option<Span>,
+    /// Where it is opened and ended, if either is written; boxed because most transactions
+    /// are autocommit statements with neither (read with [`Transaction::begin`] and
+    /// [`Transaction::end`]).
+    bounds: Option<Box<[Option<Span>; 2]>>,
     pub steps: Vec<Step>,
 }
 
 impl Transaction {
+    /// Where the transaction is opened (`BEGIN`, `pool.begin()`), if it is opened explicitly.
+    pub fn begin(&self) -> Option<Span> {
+        self.bounds.as_ref().and_then(|b| b[0])
+    }
+
+    /// Where it ends (`COMMIT`, `ROLLBACK`, `tx.commit()`), if it ends explicitly.
+    pub fn end(&self) -> Option<Span> {
+        self.bounds.as_ref().and_then(|b| b[1])
+    }
+
+    pub fn set_begin(&mut self, at: Option<Span>) {
+        self.set_bound(0, at);
+    }
+
+    pub fn set_end(&mut self, at: Option<Span>) {
+        self.set_bound(1, at);
+    }
+
+    fn set_bound(&mut self, i: usize, at: Option<Span>) {
+        if at.is_some() || self.bounds.is_some() {
+            self.bounds.get_or_insert_with(Box::default)[i] = at;
+        }
+    }
+
     pub fn new(scope: Scope, executor: Executor, isolation: Isolation) -> Self {
         Transaction {
             scope,
             executor,
             isolation,
-            begin: None,
-            end: None,
+            bounds: None,
             steps: Vec::new(),
         }
     }
@@ -339,6 +362,13 @@ pub struct Step {
     /// Branch arms (`if`, `match`, loop bodies) enclosing the statement in host code, outermost
     /// first; empty when it runs on every path.
     pub branch: List<usize>,
+    /// What host code says about the statement; read with [`Step::host`]. `.sql` files have none.
+    pub host: Option<Box<Host>>,
+}
+
+/// How host code sends a statement, kept in a box of its own (most steps come from `.sql` files).
+#[derive(Clone, Debug, Default)]
+pub struct Host {
     /// What the statement is sent through, as written in host code (`&mut *tx`).
     pub via: Option<Box<str>>,
     /// Host values bound to its parameters, and which earlier steps' results they come from.
@@ -346,6 +376,19 @@ pub struct Step {
     /// Call sites through which the unit reaches this statement (a helper walked in place),
     /// outermost first; empty for the unit's own statements.
     pub calls: List<Span>,
+}
+
+static NO_HOST: Host = Host {
+    via: None,
+    inputs: List::new(),
+    calls: List::new(),
+};
+
+impl Step {
+    /// What host code says about the statement (nothing, for a `.sql` file's).
+    pub fn host(&self) -> &Host {
+        self.host.as_deref().unwrap_or(&NO_HOST)
+    }
 }
 
 /// A value host code binds to a statement parameter.

@@ -31,7 +31,7 @@ impl Schema {
             .filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile))
         {
             for step in unit.transactions.iter().flat_map(|t| &t.steps) {
-                let Some(ddl) = &step.facts.ddl else {
+                let Some(ddl) = &step.facts.extra().ddl else {
                     continue;
                 };
                 let t = schema.tables.entry(ddl.table.clone()).or_default();

@@ -242,11 +242,9 @@ impl Reader<'_> {
             src: self.src,
             t: &stmt.tokens,
         };
-        let mut f = Facts {
-            kind: self.kind(&c, stmt),
-            dialect: self.dialect,
-            ..Facts::default()
-        };
+        let mut f = Facts::default();
+        f.kind = self.kind(&c, stmt);
+        f.dialect = self.dialect;
         f.modifies = matches!(
             f.kind,
             StmtKind::Insert | StmtKind::Update | StmtKind::Delete | StmtKind::Merge
@@ -278,20 +276,21 @@ impl Reader<'_> {
         self.tables(&c, &mut f);
         self.shape(&c, &mut f);
         match f.kind {
-            StmtKind::Transaction => f.tx = self.tx_control(&c).map(Box::new),
-            StmtKind::Set => f.set = set_fact(&c).map(Box::new),
+            StmtKind::Transaction => f.extra_mut().tx = self.tx_control(&c),
+            StmtKind::Set => f.extra_mut().set = set_fact(&c),
             StmtKind::Lock if self.dialect == Dialect::Postgres => {
-                f.table_lock = Some(Box::new(self.table_lock(&c)));
+                f.extra_mut().table_lock = Some(self.table_lock(&c));
             }
             _ => {}
         }
-        if f.tx.is_none()
+        if f.extra().tx.is_none()
             && f.kind == StmtKind::Set
             && let Some(iso) = self.set_isolation(&c)
         {
             f.kind = StmtKind::Transaction;
-            f.tx = Some(Box::new(iso));
-            f.set = None;
+            let e = f.extra_mut();
+            e.tx = Some(iso);
+            e.set = None;
         }
         // sqlparser cannot parse `DO` blocks nor many routine definitions (procedures, most
         // options); txlint reads their bodies itself and nothing in the header matters here.
@@ -484,7 +483,7 @@ impl Reader<'_> {
             {
                 let args = c.t[i + 1].end..c.t[close].start.max(c.t[i + 1].end);
                 let key = c.src[args].split_whitespace().collect::<Vec<_>>().join(" ");
-                f.advisory.push(AdvisoryCall {
+                f.extra_mut().advisory.push(AdvisoryCall {
                     function: function.to_string(),
                     scope,
                     op,
@@ -789,11 +788,18 @@ impl Reader<'_> {
         f.columns = s.columns.into_iter().map(Name::from).collect();
         f.filters = s.filters.into();
         f.other_conditions = s.other_conditions;
-        f.aggregates = s.aggregates.into_iter().map(Name::from).collect();
         f.inserts = s.inserts.into_iter().map(|(c, o)| (c.into(), o)).collect();
-        f.ddl = s.ddl.map(Box::new);
-        f.claim = s.claim.into_iter().map(Name::from).collect();
-        f.absent = s.absent.into_iter().map(Name::from).collect();
+        if !s.aggregates.is_empty()
+            || s.ddl.is_some()
+            || !s.claim.is_empty()
+            || !s.absent.is_empty()
+        {
+            let e = f.extra_mut();
+            e.aggregates = s.aggregates.into_iter().map(Name::from).collect();
+            e.ddl = s.ddl;
+            e.claim = s.claim.into_iter().map(Name::from).collect();
+            e.absent = s.absent.into_iter().map(Name::from).collect();
+        }
         for (_, o) in &mut f.inserts {
             rename(o);
         }
@@ -806,7 +812,7 @@ impl Reader<'_> {
             f.sets.push(item);
         }
         if stmt.gset {
-            f.assigns = s
+            f.extra_mut().assigns = s
                 .outputs
                 .iter()
                 .map(|o| compact_str::format_compact!(":{o}"))
@@ -814,8 +820,8 @@ impl Reader<'_> {
         }
         for v in psql {
             let v = compact_str::format_compact!(":{v}");
-            if !f.uses.contains(&v) {
-                f.uses.push(v);
+            if !f.extra().uses.contains(&v) {
+                f.extra_mut().uses.push(v);
             }
         }
     }

@@ -82,14 +82,15 @@ pub fn render(run: &Run) -> String {
                 if let Some(s) = step.session {
                     notes.push(format!("session {s}"));
                 }
-                if let Some(v) = &step.via {
+                if let Some(v) = &step.host().via {
                     notes.push(format!("via `{v}`"));
                 }
                 notes.extend(f.reads.iter().map(|t| format!("reads {}", t.name)));
                 notes.extend(f.writes.iter().map(|t| format!("writes {}", t.name)));
                 notes.extend(f.row_locks.iter().map(|l| l.clause.clone()));
                 notes.extend(
-                    f.advisory
+                    f.extra()
+                        .advisory
                         .iter()
                         .map(|a| format!("{}({})", a.function, a.key)),
                 );

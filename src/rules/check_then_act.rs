@@ -62,6 +62,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             // flow into it, reads the branches around it are taken on; nearest first.
             let by_seq = w
                 .step
+                .host()
                 .inputs
                 .iter()
                 .flat_map(|i| i.from.iter().copied())
@@ -113,7 +114,13 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 fn first_advisory(tx: &Transaction) -> Option<usize> {
     tx.steps
         .iter()
-        .find(|s| s.facts.advisory.iter().any(AdvisoryCall::takes_xact_lock))
+        .find(|s| {
+            s.facts
+                .extra()
+                .advisory
+                .iter()
+                .any(AdvisoryCall::takes_xact_lock)
+        })
         .map(|s| s.seq)
 }
 
@@ -125,14 +132,17 @@ fn first_advisory(tx: &Transaction) -> Option<usize> {
 fn one_statement_claim(tx: &Transaction, step: &Step) -> Option<Diagnostic> {
     let f = &step.facts;
     if f.kind != StmtKind::Update
-        || f.claim.is_empty()
+        || f.extra().claim.is_empty()
         || !f.row_locks.is_empty()
         || f.dialect != crate::source::Dialect::Postgres
         || tx.isolation >= Isolation::RepeatableRead
     {
         return None;
     }
-    let set = f.sets.iter().find(|s| f.claim.contains(&s.column))?;
+    let set = f
+        .sets
+        .iter()
+        .find(|s| f.extra().claim.contains(&s.column))?;
     let col = &set.column;
     let message = format!(
         "the subquery picks a row by `{col}` and the `UPDATE` changes `{col}` without testing it again: two sessions pick the same row, and the one that waited claims it after the other"
@@ -157,7 +167,7 @@ fn one_statement_claim(tx: &Transaction, step: &Step) -> Option<Diagnostic> {
 fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<Diagnostic> {
     let f = &step.facts;
     if f.kind != StmtKind::Insert
-        || f.absent.is_empty()
+        || f.extra().absent.is_empty()
         || f.on_conflict
         || f.dialect != crate::source::Dialect::Postgres
         || tx.isolation == Isolation::Serializable
@@ -169,11 +179,13 @@ fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<D
     // Only where the run declares the table: a key declared elsewhere would settle it.
     if is_hole(&table.name)
         || !schema.tables.contains_key(table.name.as_str())
-        || schema.unique_within(&table.name, &f.absent).is_some()
+        || schema
+            .unique_within(&table.name, &f.extra().absent)
+            .is_some()
     {
         return None;
     }
-    let cols = f.absent.join("`, `");
+    let cols = f.extra().absent.join("`, `");
     Some(
         Diagnostic::new(
             &RULE,
@@ -195,7 +207,7 @@ fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<D
 fn is_decision(r: &At) -> bool {
     let rf = &r.step.facts;
     rf.kind == StmtKind::Select
-        && !rf.aggregates.is_empty()
+        && !rf.extra().aggregates.is_empty()
         && !rf.modifies
         && r.txn.scope != Scope::Unknown
 }
@@ -205,7 +217,7 @@ fn is_decision(r: &At) -> bool {
 fn is_presence(r: &At) -> bool {
     let rf = &r.step.facts;
     rf.kind == StmtKind::Select
-        && rf.aggregates.is_empty()
+        && rf.extra().aggregates.is_empty()
         && !rf.modifies
         && rf.row_locks.is_empty()
         && !rf.filters.is_empty()
@@ -214,7 +226,7 @@ fn is_presence(r: &At) -> bool {
 
 /// What the read decides with, for messages.
 fn what(r: &Step) -> String {
-    let agg = &r.facts.aggregates;
+    let agg = &r.facts.extra().aggregates;
     if agg.is_empty() {
         "lookup (whether a row exists)".to_string()
     } else if agg.iter().any(|a| a == "exists") {
@@ -236,7 +248,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
     // A row's presence decides only get-or-create: an insert of the very key the read looked
     // up, in an arm taken on the read, into a table the run declares (a unique key declared
     // elsewhere would settle it).
-    if rf.aggregates.is_empty()
+    if rf.extra().aggregates.is_empty()
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
             || !taken_on(unit, r.step, &w.step.branch)
@@ -390,7 +402,7 @@ fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option
 fn rechecks(r: &Step, w: &Step) -> bool {
     let rf = &r.facts;
     let wf = &w.facts;
-    rf.aggregates.iter().all(|a| a == "exists")
+    rf.extra().aggregates.iter().all(|a| a == "exists")
         && matches!(wf.kind, StmtKind::Update | StmtKind::Delete)
         && rf.parsed
         && !rf.other_conditions

@@ -52,7 +52,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 fn guarded(before: &[Step]) -> bool {
     before.iter().any(|s| {
         let f = &s.facts;
-        f.advisory.iter().any(AdvisoryCall::takes_xact_lock)
+        f.extra().advisory.iter().any(AdvisoryCall::takes_xact_lock)
             || f.row_locks.iter().any(|l| {
                 l.wait == LockWait::Block
                     && matches!(
@@ -61,7 +61,7 @@ fn guarded(before: &[Step]) -> bool {
                     )
             })
             || matches!(f.kind, StmtKind::Update | StmtKind::Delete)
-            || f.table_lock.is_some()
+            || f.extra().table_lock.is_some()
     })
 }
 
@@ -96,7 +96,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
         return None;
     }
     {
-        let keyed = step.inputs.iter().any(|i| {
+        let keyed = step.host().inputs.iter().any(|i| {
             lp.vars
                 .iter()
                 .any(|v| i.text == *v || i.text.starts_with(&format!("{v}.")))
@@ -307,7 +307,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
         let text = p.value.text.to_ascii_lowercase();
         let orders = text.contains("least(") || text.contains("greatest(");
         let part = if let Some(&n) = p.value.params.first() {
-            let bound = step.inputs.iter().find(|i| i.param == n);
+            let bound = step.host().inputs.iter().find(|i| i.param == n);
             input = true;
             KeyPart {
                 column: p.column.to_string(),
@@ -330,7 +330,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
             let assigned = tx
                 .steps
                 .iter()
-                .rfind(|s| s.seq < step.seq && s.facts.assigns.contains(var));
+                .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var));
             let ordered = orders || assigned.is_some_and(|s| s.facts.orders);
             KeyPart {
                 column: p.column.to_string(),
@@ -338,7 +338,9 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 shown: var.to_string(),
                 ordered,
                 sources: match assigned {
-                    Some(s) if ordered => s.facts.uses.iter().map(|u| u.to_string()).collect(),
+                    Some(s) if ordered => {
+                        s.facts.extra().uses.iter().map(|u| u.to_string()).collect()
+                    }
                     _ => Vec::new(),
                 },
             }
@@ -393,7 +395,7 @@ fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Ve
         || matches!(tx.scope, Scope::Unknown)
         || tx.executor == Executor::Unknown
         || guarded(before)
-        || (!step.inputs.is_empty() && step.inputs.iter().all(|i| i.ordered))
+        || (!step.host().inputs.is_empty() && step.host().inputs.iter().all(|i| i.ordered))
     {
         return;
     }

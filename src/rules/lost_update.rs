@@ -148,7 +148,7 @@ fn diagnostic(
         ));
     // Read and write reached through different calls (`let c = repo.load(id)?; ..;
     // repo.save(&c)`): the function that makes those calls is where the race is composed.
-    let (rc, wc) = (r.step.calls.first(), w.step.calls.first());
+    let (rc, wc) = (r.step.host().calls.first(), w.step.host().calls.first());
     if rc != wc {
         if let Some(&c) = rc {
             d = d.label(c, "read by this call");
@@ -210,7 +210,8 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
 fn field_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
     !wp.value.params.is_empty()
         && wp.value.params.iter().all(|p| {
-            w.inputs
+            w.host()
+                .inputs
                 .iter()
                 .any(|i| i.param == *p && i.from.contains(&r.seq) && i.is_field(&wp.column))
         })
@@ -240,7 +241,7 @@ fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
     let unseen = o
         .params
         .iter()
-        .any(|p| !w.inputs.iter().any(|i| i.param == *p));
+        .any(|p| !w.host().inputs.iter().any(|i| i.param == *p));
     (read && unseen).then_some(false)
 }
 

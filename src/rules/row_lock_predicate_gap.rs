@@ -228,7 +228,7 @@ fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<
         f.kind == StmtKind::Select
             && !f.modifies
             && f.row_locks.is_empty()
-            && f.aggregates.iter().any(|g| g != "exists")
+            && f.extra().aggregates.iter().any(|g| g != "exists")
             && !same_set
     })?;
     let w = later[ai + 1..].iter().find(|a| {
@@ -262,7 +262,7 @@ fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<
             agg.step.span,
             format!(
                 "this `{}` over `{set}` relies on the `{}` at line {}, which locks one row, not the set: concurrent writers change `{set}` and both invariants pass",
-                agg.step.facts.aggregates.join(", "),
+                agg.step.facts.extra().aggregates.join(", "),
                 lock.clause,
                 cx.line(l.step.span)
             ),

@@ -22,7 +22,13 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             .flat_map(|t| t.steps.iter().map(move |s| (s, t.executor)))
             .collect();
         for &(step, executor) in &steps {
-            for lock in step.facts.advisory.iter().filter(|a| is_session_lock(a)) {
+            for lock in step
+                .facts
+                .extra()
+                .advisory
+                .iter()
+                .filter(|a| is_session_lock(a))
+            {
                 let call = format!("{}({})", lock.function, lock.key);
                 let base =
                     |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(step);
@@ -66,7 +72,7 @@ fn is_session_lock(a: &AdvisoryCall) -> bool {
 }
 
 fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {
-    step.facts.advisory.iter().any(|a| {
+    step.facts.extra().advisory.iter().any(|a| {
         a.scope == LockScope::Session
             && (a.op == AdvisoryOp::UnlockAll
                 || (a.op == AdvisoryOp::Unlock && a.key == lock.key && a.shared == lock.shared))
@@ -100,7 +106,7 @@ fn unlock_problem(
         if let Some(other) = later_unlocks.first() {
             return Some(
                 base(format!("`{call}` is taken on one connection and unlocked through another handle, where the unlock does nothing"))
-                    .label(other.span, format!("unlocked through `{}`, another session", other.via.as_deref().unwrap_or("another handle")))
+                    .label(other.span, format!("unlocked through `{}`, another session", other.host().via.as_deref().unwrap_or("another handle")))
                     .help("unlock through the same connection that took the lock"),
             );
         }

@@ -81,6 +81,7 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
             continue;
         }
         for a in f
+            .extra()
             .advisory
             .iter()
             .filter(|a| a.scope == LockScope::Transaction)
@@ -116,7 +117,7 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
                 .help("run the locking read and the statements that depend on it in one transaction (`BEGIN; SELECT ... FOR UPDATE; UPDATE ...; COMMIT;`), or do the read and the write in one statement"),
             );
         }
-        if let Some(l) = &f.table_lock {
+        if let Some(l) = &f.extra().table_lock {
             out.push(
                 Diagnostic::new(
                     &RULE,
@@ -148,7 +149,7 @@ fn savepoints(tx: &Transaction, out: &mut Vec<Diagnostic>) {
     // Savepoints: (name, number of locks held when it was set).
     let mut marks: Vec<(&str, usize)> = Vec::new();
     for (i, step) in tx.steps.iter().enumerate() {
-        match step.facts.tx.as_deref() {
+        match step.facts.extra().tx.as_ref() {
             Some(TxControl::Savepoint(name)) => marks.push((name, held.len())),
             Some(TxControl::Release(name)) => {
                 if let Some(p) = marks.iter().rposition(|(n, _)| n == name) {
@@ -177,7 +178,7 @@ fn released_then_work(
 ) -> Option<Diagnostic> {
     let (lock_span, what) = released.first()?;
     for step in rest {
-        if step.facts.tx.is_some() {
+        if step.facts.extra().tx.is_some() {
             continue;
         }
         // Taking the same lock again before the work is the correct retry.

@@ -694,9 +694,10 @@ impl<'a> Walker<'a, '_> {
             step.seq = self.next_seq();
             step.session = handle.session;
             step.branch = self.branch.as_slice().into();
-            step.via = Some(via.as_str().into());
-            step.calls = self.calls.as_slice().into();
-            step.inputs = sql
+            let host = step.host.get_or_insert_with(Box::default);
+            host.via = Some(via.as_str().into());
+            host.calls = self.calls.as_slice().into();
+            host.inputs = sql
                 .binds
                 .iter()
                 .enumerate()
