@@ -1,7 +1,7 @@
 //! The Rust front-end's model: which executor, session and transaction each statement gets.
 
 use txlint::config::Config;
-use txlint::model::{Executor, Scope, Step, Transaction, Unit};
+use txlint::model::{Executor, Isolation, Scope, Step, Transaction, Unit};
 
 fn units(src: &str, toml: &str) -> Vec<Unit> {
     let config = Config::parse(toml).expect("config");
@@ -541,4 +541,40 @@ fn f(conn: &mut PgConnection, ids: Vec<i64>, id: i64, n: i64) {
             &src[st.span.range()]
         );
     }
+}
+
+#[test]
+fn diesel_transaction_builder_opens_a_transaction_at_the_level_set_last() {
+    let src = r#"
+use diesel::prelude::*;
+diesel::table! { jobs (id) { id -> Int8, n -> Int8, } }
+fn default_level(conn: &mut PgConnection) {
+    conn.build_transaction().read_write().run(|conn| {
+        jobs::table.find(1).select(jobs::n).first::<i64>(conn)
+    });
+}
+fn last_wins(conn: &mut PgConnection) {
+    conn.build_transaction().serializable().read_only().repeatable_read().run(|conn| {
+        jobs::table.find(1).select(jobs::n).first::<i64>(conn)
+    });
+}
+fn not_a_builder(conn: &mut PgConnection, runner: Runner) {
+    runner.serializable().run(|c| c);
+    jobs::table.find(1).select(jobs::n).first::<i64>(conn);
+}
+"#;
+    let units = units(src, "");
+    let level = |name: &str| {
+        let u = unit(&units, name);
+        assert_eq!(
+            shape(u),
+            [(Scope::Explicit, Executor::Transaction, 1)],
+            "{name}"
+        );
+        u.transactions[0].isolation
+    };
+    assert_eq!(level("default_level"), Isolation::ReadCommitted);
+    assert_eq!(level("last_wins"), Isolation::RepeatableRead);
+    let plain = unit(&units, "not_a_builder");
+    assert_eq!(shape(plain), [(Scope::Autocommit, Executor::Connection, 1)]);
 }

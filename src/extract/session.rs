@@ -61,6 +61,14 @@ impl SessionWalker {
         }
     }
 
+    /// Host code sets the open transaction's isolation level when it opens it (diesel's
+    /// `build_transaction().serializable()`).
+    pub fn isolate(&mut self, isolation: Isolation) {
+        if let Some(tx) = &mut self.open {
+            tx.isolation = isolation;
+        }
+    }
+
     /// Host code ends the open transaction (`tx.commit()`).
     pub fn end(&mut self, end: Option<Span>) {
         if let Some(mut tx) = self.open.take() {

@@ -11,16 +11,26 @@ impl<'a> Walker<'a, '_> {
         let at = self
             .parsed()
             .span_between(m.method.span(), m.paren_token.span.close());
-        // `conn.transaction(|tx| async move { ... })`: the closure runs in a transaction.
-        if name == "transaction"
+        // `conn.transaction(|tx| async move { ... })`, diesel's
+        // `conn.build_transaction().serializable().run(|conn| ..)`: the closure runs in a
+        // transaction.
+        let opened = match name.as_str() {
+            "transaction" => Some((&*m.receiver, None)),
+            "run" => transaction_builder(&m.receiver),
+            _ => None,
+        };
+        if let Some((conn, isolation)) = opened
             && let Some(syn::Expr::Closure(c)) =
                 m.args.iter().find(|a| matches!(a, syn::Expr::Closure(_)))
         {
-            let parent = match self.expr(&m.receiver) {
+            let parent = match self.expr(conn) {
                 Value::Handle(h) => h,
                 _ => self.handle_of_kind(Executor::Pool),
             };
             let tx = self.begin(parent, at);
+            if let Some(isolation) = isolation {
+                self.walkers[tx.walker].isolate(isolation);
+            }
             let outer = self.vars.clone();
             if let Some(p) = c.inputs.first() {
                 self.bind(p, Value::Handle(tx));
@@ -835,4 +845,28 @@ fn placeholders(s: &str) -> Vec<(std::ops::Range<usize>, Result<String, char>)> 
         }
     }
     out
+}
+
+/// diesel's transaction builder, `conn.build_transaction().serializable().run(..)`: the
+/// connection it starts from and the isolation level it sets last (`None`: the server's
+/// default). `None` when `e` is not such a builder.
+fn transaction_builder(e: &syn::Expr) -> Option<(&syn::Expr, Option<Isolation>)> {
+    let mut isolation = None;
+    let mut e = e;
+    loop {
+        let syn::Expr::MethodCall(m) = e else {
+            return None;
+        };
+        // Walking the chain from its end: the first level met is the one set last.
+        let level = match m.method.to_string().as_str() {
+            "build_transaction" => return Some((&m.receiver, isolation)),
+            "serializable" => Some(Isolation::Serializable),
+            "repeatable_read" => Some(Isolation::RepeatableRead),
+            "read_committed" => Some(Isolation::ReadCommitted),
+            "read_only" | "read_write" | "deferrable" | "not_deferrable" => None,
+            _ => return None,
+        };
+        isolation = isolation.or(level);
+        e = &m.receiver;
+    }
 }
