@@ -578,3 +578,57 @@ fn not_a_builder(conn: &mut PgConnection, runner: Runner) {
     let plain = unit(&units, "not_a_builder");
     assert_eq!(shape(plain), [(Scope::Autocommit, Executor::Connection, 1)]);
 }
+
+/// `.values(&row)` with a `#[derive(Insertable)]` row inserts the struct's columns (renamed by
+/// `column_name`, without `skip_insertion` fields); with two insertable structs for the table
+/// and a variable of unknown type, none.
+#[test]
+fn diesel_insertable_rows_insert_their_columns() {
+    let src = r#"
+#[derive(Insertable)]
+#[diesel(table_name = crate::schema::tasks)]
+struct NewTask<'a> {
+    #[diesel(column_name = uniq_hash)]
+    hash: &'a str,
+    payload: &'a str,
+    #[diesel(skip_insertion)]
+    local: i64,
+}
+#[derive(Debug, Insertable)]
+#[table_name = "notes"]
+struct NewNote { body: String }
+#[derive(Clone)]
+#[cfg_attr(feature = "full", derive(Insertable, AsChangeset))]
+#[cfg_attr(feature = "full", diesel(table_name = person))]
+struct PersonForm { name: String }
+#[derive(Insertable)]
+#[diesel(table_name = notes)]
+struct OtherNote { body: String, author: i64 }
+fn f(conn: &mut PgConnection, row: NewTask, h: &str, note: NewNote, form: &PersonForm) {
+    diesel::insert_into(tasks::table).values(&row).execute(conn);
+    diesel::insert_into(tasks::table).values(&NewTask { hash: h, payload: "p", local: 0 }).execute(conn);
+    diesel::insert_into(notes::table).values(&note).execute(conn);
+    diesel::insert_into(notes::table).values(&NewNote { body: h.into() }).execute(conn);
+    diesel::insert_into(person::table).values(form).execute(conn);
+}
+"#;
+    let units = units(src, "");
+    let s = steps(unit(&units, "f"));
+    let inserted: Vec<Vec<&str>> = s
+        .iter()
+        .map(|(_, st)| st.facts.inserts.iter().map(|(c, _)| c.as_str()).collect())
+        .collect();
+    assert_eq!(
+        inserted,
+        [
+            vec!["uniq_hash", "payload"],
+            vec!["uniq_hash", "payload"],
+            vec![],
+            vec!["body"],
+            vec!["name"],
+        ]
+    );
+    let row = s[0].1.host();
+    let texts: Vec<&str> = row.inputs.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(texts, ["row.hash", "row.payload"]);
+}

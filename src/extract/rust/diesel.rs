@@ -416,6 +416,9 @@ impl Walker<'_, '_> {
             "values" => {
                 if let Some(e) = arg {
                     q.values = self.assignments(e);
+                    if q.values.is_empty() {
+                        q.values = self.insertable_values(&q.table, e);
+                    }
                 }
             }
             "for_update" => q.lock = Some("FOR UPDATE"),
@@ -633,5 +636,207 @@ impl Walker<'_, '_> {
                 None => out.push(Piece::Param(self.bound(e))),
             },
         }
+    }
+}
+
+/// A `#[derive(Insertable)]` struct: the table it inserts into and, per field, its column.
+#[derive(Clone, Debug)]
+pub(super) struct Insertable {
+    table: String,
+    /// (field, column): the same name unless `#[diesel(column_name = ..)]` says otherwise.
+    columns: Vec<(String, String)>,
+}
+
+/// `#[derive(Insertable)] #[diesel(table_name = tasks)] struct NewTask { .. }` (also diesel
+/// 1's `#[table_name = "tasks"]`, and either inside `#[cfg_attr(feature = "..", ..)]`).
+/// Without a table name diesel would guess one from the struct's name; txlint does not guess.
+pub(super) fn insertable(s: &syn::ItemStruct) -> Option<Insertable> {
+    let attrs = metas(&s.attrs);
+    let derived = attrs.iter().any(|m| {
+        let mut found = false;
+        if let syn::Meta::List(l) = m
+            && l.path.is_ident("derive")
+        {
+            let _ = l.parse_nested_meta(|m| {
+                found |= m
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|l| l.ident == "Insertable");
+                Ok(())
+            });
+        }
+        found
+    });
+    if !derived {
+        return None;
+    }
+    let table = diesel_name(&attrs, "table_name")?;
+    let mut columns = Vec::new();
+    for f in &s.fields {
+        let field = f.ident.as_ref()?;
+        let field_attrs = metas(&f.attrs);
+        if diesel_flag(&field_attrs, "skip_insertion") || diesel_flag(&field_attrs, "embed") {
+            continue;
+        }
+        let column = diesel_name(&field_attrs, "column_name").unwrap_or_else(|| field.to_string());
+        columns.push((field.to_string(), column));
+    }
+    Some(Insertable { table, columns })
+}
+
+/// Each attribute's content; a `cfg_attr(<predicate>, a, b)` gives `a` and `b` (txlint reads
+/// code under every feature).
+fn metas(attrs: &[syn::Attribute]) -> Vec<syn::Meta> {
+    let mut out = Vec::new();
+    for a in attrs {
+        match &a.meta {
+            syn::Meta::List(l) if l.path.is_ident("cfg_attr") => {
+                let parser =
+                    syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated;
+                if let Ok(inner) = l.parse_args_with(parser) {
+                    out.extend(inner.into_iter().skip(1));
+                }
+            }
+            m => out.push(m.clone()),
+        }
+    }
+    out
+}
+
+/// The value of `diesel(<key> = path)` (its last segment) or `<key> = "name"`.
+fn diesel_name(metas: &[syn::Meta], key: &str) -> Option<String> {
+    let mut name = None;
+    for m in metas {
+        match m {
+            syn::Meta::NameValue(nv) if nv.path.is_ident(key) => {
+                if let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) = &nv.value
+                {
+                    name = Some(s.value());
+                }
+            }
+            syn::Meta::List(l) if l.path.is_ident("diesel") => {
+                let _ = l.parse_nested_meta(|m| {
+                    if m.path.is_ident(key) {
+                        let value = m.value()?;
+                        name = Some(if value.peek(syn::LitStr) {
+                            value.parse::<syn::LitStr>()?.value()
+                        } else {
+                            let p: syn::Path = value.parse()?;
+                            p.segments
+                                .last()
+                                .map(|s| s.ident.to_string())
+                                .unwrap_or_default()
+                        });
+                    } else {
+                        skip_meta(&m)?;
+                    }
+                    Ok(())
+                });
+            }
+            _ => {}
+        }
+    }
+    name.filter(|n| !n.is_empty())
+}
+
+/// `diesel(<flag>)` on a field.
+fn diesel_flag(metas: &[syn::Meta], flag: &str) -> bool {
+    let mut found = false;
+    for m in metas {
+        if let syn::Meta::List(l) = m
+            && l.path.is_ident("diesel")
+        {
+            let _ = l.parse_nested_meta(|m| {
+                found |= m.path.is_ident(flag);
+                skip_meta(&m)
+            });
+        }
+    }
+    found
+}
+
+/// Step over the value of a nested item txlint does not read (`= expr`, `(..)`).
+fn skip_meta(m: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
+    if m.input.peek(syn::Token![=]) {
+        let _: syn::Expr = m.value()?.parse()?;
+    } else if m.input.peek(syn::token::Paren) {
+        m.parse_nested_meta(|_| Ok(()))?;
+    }
+    Ok(())
+}
+
+impl Walker<'_, '_> {
+    /// `.values(&row)` with a `#[derive(Insertable)]` row: its columns. A struct literal gives
+    /// each field's value; a variable `row` gives `row.<field>` (the run's one insertable
+    /// struct for the table; with several, none: txlint cannot tell which).
+    fn insertable_values(&mut self, table: &str, e: &syn::Expr) -> Vec<(Column, Part)> {
+        let mut e = e;
+        while let syn::Expr::Reference(r) = e {
+            e = &r.expr;
+        }
+        if let syn::Expr::Struct(s) = e {
+            let Some(row) = s
+                .path
+                .segments
+                .last()
+                .and_then(|l| self.ix.insertables.get(&l.ident.to_string()))
+                .filter(|r| r.table == table)
+                .cloned()
+            else {
+                return Vec::new();
+            };
+            let mut out = Vec::new();
+            for f in &s.fields {
+                let syn::Member::Named(name) = &f.member else {
+                    continue;
+                };
+                if let Some((_, column)) = row.columns.iter().find(|(field, _)| name == field) {
+                    let value = self.part(&f.expr);
+                    out.push((
+                        Column {
+                            name: column.clone(),
+                            at: self.span(name),
+                        },
+                        value,
+                    ));
+                }
+            }
+            return out;
+        }
+        let syn::Expr::Path(p) = e else {
+            return Vec::new();
+        };
+        let Some(var) = p.path.get_ident() else {
+            return Vec::new();
+        };
+        let mut rows = self.ix.insertables.values().filter(|r| r.table == table);
+        let (Some(row), None) = (rows.next(), rows.next()) else {
+            return Vec::new();
+        };
+        let row = row.clone();
+        let from = self.flow(e);
+        let at = self.span(var);
+        row.columns
+            .iter()
+            .map(|(field, column)| {
+                let bind = Bind {
+                    from: from.clone(),
+                    text: format!("{var}.{field}"),
+                    ordered: false,
+                    sources: Vec::new(),
+                };
+                (
+                    Column {
+                        name: column.clone(),
+                        at,
+                    },
+                    Part::Param(bind),
+                )
+            })
+            .collect()
     }
 }

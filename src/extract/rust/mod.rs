@@ -582,6 +582,8 @@ struct Index<'a> {
     /// sea-orm entities whose table is not named after their module: the module (`user`, from
     /// `mod user` or `user.rs`) and its model's `#[sea_orm(table_name = "users")]`.
     entity_tables: HashMap<String, String>,
+    /// diesel `#[derive(Insertable)]` structs with a `#[diesel(table_name = ..)]`, by name.
+    insertables: HashMap<String, diesel::Insertable>,
 }
 
 struct Collector<'a, 'i> {
@@ -614,6 +616,9 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         {
             let handle = (kind, types::dialect_of_type(&f.ty));
             self.ix.handle_structs.insert(s.ident.to_string(), handle);
+        }
+        if let Some(row) = diesel::insertable(s) {
+            self.ix.insertables.insert(s.ident.to_string(), row);
         }
         if let Some(table) = seaorm::table_name(&s.attrs) {
             let file = &self.ix.parsed[self.file].path;
@@ -791,6 +796,7 @@ impl<'a> Index<'a> {
             fields: HashMap::new(),
             handle_structs: HashMap::new(),
             entity_tables: HashMap::new(),
+            insertables: HashMap::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };
