@@ -242,12 +242,14 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
             };
             // The same row (a lock and then the update it was taken for), another column set,
             // or keys put in order first.
+            let columns = |k: &[KeyPart]| k.iter().map(|p| p.column.clone()).collect::<Vec<_>>();
+            if columns(a_key) != columns(b_key) {
+                continue;
+            }
             let differing: Vec<usize> = (0..a_key.len())
                 .filter(|&i| a_key[i].value != b_key[i].value)
                 .collect();
-            let columns = |k: &[KeyPart]| k.iter().map(|p| p.column.clone()).collect::<Vec<_>>();
-            if columns(a_key) != columns(b_key)
-                || differing.is_empty()
+            if differing.is_empty()
                 || differing
                     .iter()
                     .all(|&i| a_key[i].ordered && b_key[i].ordered)
