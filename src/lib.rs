@@ -237,6 +237,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         .flat_map(|x| x.embedded.iter().copied())
         .collect();
     let mut routines = Vec::new();
+    let mut declared = Vec::new();
     let scripts = sql.len();
     for (i, x) in extracted.into_iter().enumerate() {
         stats += x.stats;
@@ -244,6 +245,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         diagnostics.extend(x.notes);
         routines.extend(x.routines);
         program.generated.extend(x.generated);
+        declared.extend(x.declared);
         diagnostics.extend(x.limits.iter().map(|(span, what)| {
             rules::analysis_limit::analysis_limit_diagnostic(
                 *span,
@@ -298,7 +300,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             None => program.units.push(unit),
         }
     }
-    program.schema = model::schema::Schema::build(&program.units);
+    program.schema = model::schema::Schema::build(&program.units, &declared);
     let cx = rules::Context {
         program: &program,
         config,

@@ -632,3 +632,51 @@ fn f(conn: &mut PgConnection, row: NewTask, h: &str, note: NewNote, form: &Perso
     let texts: Vec<&str> = row.inputs.iter().map(|i| i.text.as_str()).collect();
     assert_eq!(texts, ["row.hash", "row.payload"]);
 }
+
+/// diesel's `table!`: `.find(k)` is by the declared primary key (`id` when none is named), a
+/// `#[sql_name]` table is written by its SQL name, and the run's schema gets the primary key
+/// (but is not taken to list every unique constraint).
+#[test]
+fn diesel_table_macro_primary_keys_and_sql_names() {
+    let src = r#"
+diesel::table! { profiles (user_id) { user_id -> Int8, credit -> Int8, } }
+diesel::table! { plain { id -> Int8, n -> Nullable<Array<Int4>>, } }
+diesel::table! {
+    #[sql_name = "audit_log"]
+    public.audit (a, b) {
+        a -> Int8,
+        #[sql_name = "when"]
+        at -> Timestamptz,
+    }
+}
+fn f(conn: &mut PgConnection, k: i64) {
+    profiles::table.find(k).first::<Profile>(conn);
+    plain::table.find(k).first::<Plain>(conn);
+    audit::table.select(audit::a).load::<i64>(conn);
+}
+"#;
+    let config = Config::parse("").expect("config");
+    let run = txlint::check_source("lib.rs", src, &config);
+    let s = steps(unit(&run.program.units, "f"));
+    let keys: Vec<&str> = s
+        .iter()
+        .take(2)
+        .map(|(_, st)| st.facts.filters[0].column.as_str())
+        .collect();
+    assert_eq!(keys, ["user_id", "id"]);
+    assert_eq!(s[2].1.facts.reads[0].name, "audit_log");
+    let schema = &run.program.schema;
+    let pk = |t: &str| schema.tables[t].primary_key.clone();
+    assert_eq!(pk("profiles"), Some(vec!["user_id".to_string()]));
+    assert_eq!(pk("plain"), Some(vec!["id".to_string()]));
+    assert_eq!(
+        pk("audit_log"),
+        Some(vec!["a".to_string(), "b".to_string()])
+    );
+    assert_eq!(schema.tables["audit_log"].columns, ["a", "when"]);
+    assert_eq!(schema.tables["plain"].columns, ["id", "n"]);
+    assert!(
+        !schema.declares("profiles"),
+        "table! lists no unique constraints"
+    );
+}

@@ -136,6 +136,8 @@ pub struct Extracted {
     pub unreadable: usize,
     /// SQL txlint wrote for query-builder chains (diesel), by the chain's span.
     pub generated: Vec<(Span, String)>,
+    /// Tables host code declares (diesel's `table!`).
+    pub declared: Vec<crate::model::TableDdl>,
 }
 
 impl Extracted {
@@ -146,6 +148,7 @@ impl Extracted {
         self.embedded.extend(o.embedded);
         self.routines.extend(o.routines);
         self.generated.extend(o.generated);
+        self.declared.extend(o.declared);
         self.limits.extend(o.limits);
         self.stats += o.stats;
         self.notes.extend(o.notes);

@@ -1,7 +1,8 @@
 //! The schema the repository itself declares: tables, keys and foreign keys from every
 //! `CREATE TABLE`, `CREATE UNIQUE INDEX` and `ALTER TABLE ... ADD CONSTRAINT` of the run's SQL
-//! (migrations included), applied in file-name order. Rules use it to tell a race that a
-//! constraint settles from one it does not.
+//! (migrations included), applied in file-name order, and the primary keys of the tables host
+//! code declares (diesel's `table!`) where the SQL declares none. Rules use it to tell a race
+//! that a constraint settles from one it does not.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ pub struct Schema {
 }
 
 impl Schema {
-    pub fn build(units: &[Unit]) -> Schema {
+    pub fn build(units: &[Unit], declared: &[TableDdl]) -> Schema {
         let mut schema = Schema::default();
         for unit in units
             .iter()
@@ -58,7 +59,26 @@ impl Schema {
                 }
             }
         }
+        // `table!` is generated from the database (or written to match it): it tells the primary
+        // key, not the unique constraints, and the migrations win where they say more. It is
+        // not a `CREATE TABLE` (a witness cannot run it), so `declared` stays with the SQL.
+        for ddl in declared {
+            let t = schema.tables.entry(ddl.table.clone()).or_default();
+            if t.columns.is_empty() {
+                t.columns.clone_from(&ddl.columns);
+            }
+            if t.primary_key.is_none() {
+                t.primary_key.clone_from(&ddl.primary_key);
+            }
+        }
         schema
+    }
+
+    /// The run's SQL declares the table, so its unique constraints are known: a key missing
+    /// there is missing. A table known only from diesel's `table!` has its primary key and
+    /// nothing more (`table!` does not list unique constraints).
+    pub fn declares(&self, table: &str) -> bool {
+        self.tables.get(table).is_some_and(|t| t.declared.is_some())
     }
 
     pub fn is_empty(&self) -> bool {

@@ -1,4 +1,5 @@
-//! `txlint schema`: the tables, keys and foreign keys txlint learned from the run's SQL.
+//! `txlint schema`: the tables, keys and foreign keys txlint learned from the run's SQL (and
+//! the primary keys of diesel's `table!`).
 
 use std::fmt::Write;
 
@@ -13,10 +14,12 @@ pub fn render(run: &Run) -> String {
     }
     let list = |cols: &[String]| format!("({})", cols.join(", "));
     for (name, t) in &schema.tables {
-        let at = t.declared.map_or(String::new(), |s| {
-            let f = &run.program.files[s.file];
-            format!("  ({}:{})", f.display, f.line(s.start()))
-        });
+        let at = t
+            .declared
+            .map_or("  (diesel table!: primary key only)".into(), |s| {
+                let f = &run.program.files[s.file];
+                format!("  ({}:{})", f.display, f.line(s.start()))
+            });
         let _ = writeln!(out, "{name}{at}");
         if !t.columns.is_empty() {
             let _ = writeln!(out, "  columns: {}", t.columns.join(", "));

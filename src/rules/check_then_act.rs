@@ -178,7 +178,7 @@ fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<D
     let schema = &cx.program.schema;
     // Only where the run declares the table: a key declared elsewhere would settle it.
     if is_hole(&table.name)
-        || !schema.tables.contains_key(table.name.as_str())
+        || !schema.declares(&table.name)
         || schema
             .unique_within(&table.name, &f.extra().absent)
             .is_some()
@@ -252,7 +252,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
             || !taken_on(unit, r.step, &w.step.branch)
-            || !cx.program.schema.tables.contains_key(table.as_str()))
+            || !cx.program.schema.declares(table))
     {
         return None;
     }
@@ -294,7 +294,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
             what(r.step)
         );
     }
-    if wf.kind == StmtKind::Insert && !cx.program.schema.tables.contains_key(table.as_str()) {
+    if wf.kind == StmtKind::Insert && !cx.program.schema.declares(table) {
         message += &format!(
             " (no schema for `{table}` was found: a unique constraint on the inserted key would settle it)"
         );

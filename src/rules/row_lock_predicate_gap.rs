@@ -77,7 +77,7 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
             "; the unique key ({}) makes the second insert fail with 23505 instead: handle it with `ON CONFLICT`",
             u.join(", ")
         ),
-        None if cx.program.schema.tables.contains_key(table.as_str()) => {
+        None if cx.program.schema.declares(table) => {
             format!(
                 "; no unique constraint on ({}) stops the duplicate",
                 key.join(", ")

@@ -68,9 +68,14 @@ impl Cond {
     /// `id = <value>`: a row by its key (`.find(k)`, `find_by_id(k)`, an active model's `id`),
     /// written where `at` is.
     pub(super) fn id_is(value: Part, at: Span) -> Self {
+        Cond::key_is("id", value, at)
+    }
+
+    /// `<key> = <value>`: a row by its primary key.
+    pub(super) fn key_is(key: &str, value: Part, at: Span) -> Self {
         Cond {
             column: Column {
-                name: "id".into(),
+                name: key.into(),
                 at,
             },
             op: "=",
@@ -305,7 +310,7 @@ impl Walker<'_, '_> {
         let t = &path.segments[n - 2].ident;
         Some(Value::Diesel(Box::new(Query::new(
             Kind::Select,
-            t.to_string(),
+            self.diesel_sql_name(&t.to_string()),
             self.span(t),
         ))))
     }
@@ -343,8 +348,16 @@ impl Walker<'_, '_> {
             }
             "find" => {
                 if let Some(e) = arg {
-                    let key = Part::Param(self.bound(e));
-                    q.filters.push(Cond::id_is(key, self.span(&m.method)));
+                    // `.find(k)` is by the primary key `table!` declares (`id` by default).
+                    let value = Part::Param(self.bound(e));
+                    let key = match self.ix.diesel_tables.values().find(|d| d.table == q.table) {
+                        Some(t) if t.primary_key.as_ref().is_some_and(|k| k.len() == 1) => {
+                            t.primary_key.as_ref().map_or("id", |k| k[0].as_str())
+                        }
+                        _ => "id",
+                    };
+                    q.filters
+                        .push(Cond::key_is(key, value, self.span(&m.method)));
                 }
             }
             "select" => {
@@ -770,6 +783,14 @@ fn skip_meta(m: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
 }
 
 impl Walker<'_, '_> {
+    /// The SQL name of the table diesel code calls `rust` (`table!`'s `#[sql_name = ".."]`).
+    fn diesel_sql_name(&self, rust: &str) -> String {
+        self.ix
+            .diesel_tables
+            .get(rust)
+            .map_or_else(|| rust.to_string(), |d| d.table.clone())
+    }
+
     /// `.values(&row)` with a `#[derive(Insertable)]` row: its columns. A struct literal gives
     /// each field's value; a variable `row` gives `row.<field>` (the run's one insertable
     /// struct for the table; with several, none: txlint cannot tell which).
@@ -784,7 +805,7 @@ impl Walker<'_, '_> {
                 .segments
                 .last()
                 .and_then(|l| self.ix.insertables.get(&l.ident.to_string()))
-                .filter(|r| r.table == table)
+                .filter(|r| self.diesel_sql_name(&r.table) == table)
                 .cloned()
             else {
                 return Vec::new();
@@ -813,7 +834,11 @@ impl Walker<'_, '_> {
         let Some(var) = p.path.get_ident() else {
             return Vec::new();
         };
-        let mut rows = self.ix.insertables.values().filter(|r| r.table == table);
+        let mut rows = self
+            .ix
+            .insertables
+            .values()
+            .filter(|r| self.diesel_sql_name(&r.table) == table);
         let (Some(row), None) = (rows.next(), rows.next()) else {
             return Vec::new();
         };
@@ -839,4 +864,107 @@ impl Walker<'_, '_> {
             })
             .collect()
     }
+}
+
+/// `diesel::table! { users (id) { id -> Int8, name -> Text, } }`: each table's Rust name and,
+/// as a table the run declares, its SQL name, primary key (`id` when the macro names none) and
+/// columns. A `#[sql_name = ".."]` names the table (or a column) in SQL; `schema.users` keeps
+/// `users`.
+/// Nothing when the tokens are not that shape.
+pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, TableDdl)> {
+    use proc_macro2::{Delimiter, TokenTree};
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut sql_name: Option<String> = None;
+    let mut name: Option<String> = None;
+    let mut key: Option<Vec<String>> = None;
+    while i < tokens.len() {
+        match &tokens[i] {
+            // `#[sql_name = "x"]` and other attributes of the table.
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                if let Some(TokenTree::Group(g)) = tokens.get(i + 1) {
+                    sql_name = attr_sql_name(g.stream()).or(sql_name);
+                }
+                i += 2;
+            }
+            TokenTree::Ident(id) => {
+                name = Some(id.to_string());
+                i += 1;
+            }
+            TokenTree::Punct(p) if p.as_char() == '.' => i += 1,
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis => {
+                key = Some(
+                    g.stream()
+                        .into_iter()
+                        .filter_map(|t| match t {
+                            TokenTree::Ident(id) => Some(id.to_string()),
+                            _ => None,
+                        })
+                        .collect(),
+                );
+                i += 1;
+            }
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
+                let Some(table) = name.take() else {
+                    return Vec::new();
+                };
+                out.push((
+                    table.clone(),
+                    TableDdl {
+                        table: sql_name.take().unwrap_or(table),
+                        creates: false,
+                        columns: table_columns(g.stream()),
+                        primary_key: Some(key.take().unwrap_or_else(|| vec!["id".into()])),
+                        unique: Vec::new(),
+                        foreign_keys: Vec::new(),
+                    },
+                ));
+                i += 1;
+            }
+            _ => return Vec::new(),
+        }
+    }
+    out
+}
+
+/// `col -> Type,` items of a `table!` body (a column's `#[sql_name]` gives its SQL name).
+fn table_columns(body: proc_macro2::TokenStream) -> Vec<String> {
+    use proc_macro2::TokenTree;
+    let mut columns = Vec::new();
+    let mut sql_name = None;
+    let mut expect_name = true;
+    let mut tokens = body.into_iter().peekable();
+    while let Some(t) = tokens.next() {
+        match t {
+            TokenTree::Punct(p) if p.as_char() == '#' && expect_name => {
+                if let Some(TokenTree::Group(g)) = tokens.next() {
+                    sql_name = attr_sql_name(g.stream()).or(sql_name);
+                }
+            }
+            TokenTree::Ident(id) if expect_name => {
+                columns.push(sql_name.take().unwrap_or_else(|| id.to_string()));
+                expect_name = false;
+            }
+            TokenTree::Punct(p) if p.as_char() == ',' => expect_name = true,
+            _ => {}
+        }
+    }
+    columns
+}
+
+/// `sql_name = "x"` inside an attribute's brackets.
+fn attr_sql_name(attr: proc_macro2::TokenStream) -> Option<String> {
+    let meta: syn::Meta = syn::parse2(attr).ok()?;
+    let syn::Meta::NameValue(nv) = meta else {
+        return None;
+    };
+    let syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Str(s),
+        ..
+    }) = nv.value
+    else {
+        return None;
+    };
+    nv.path.is_ident("sql_name").then(|| s.value())
 }

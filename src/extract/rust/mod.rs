@@ -251,6 +251,9 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
     // file need not stay in memory.
     units.retain(|(i, u)| !shared.inlined.contains(i) && !u.transactions.is_empty());
     front.out.units.extend(units.into_iter().map(|(_, u)| u));
+    let mut declared: Vec<_> = index.diesel_tables.values().cloned().collect();
+    declared.sort_by(|a, b| a.table.cmp(&b.table));
+    front.out.declared.extend(declared);
 }
 
 /// The Rust files in batches, one per Cargo workspace (the outermost `Cargo.toml` with a
@@ -584,6 +587,8 @@ struct Index<'a> {
     entity_tables: HashMap<String, String>,
     /// diesel `#[derive(Insertable)]` structs with a `#[diesel(table_name = ..)]`, by name.
     insertables: HashMap<String, diesel::Insertable>,
+    /// Tables diesel's `table!` declares, by their Rust name.
+    diesel_tables: HashMap<String, TableDdl>,
 }
 
 struct Collector<'a, 'i> {
@@ -651,6 +656,14 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             }
             syn::visit::visit_trait_item_fn(c, f)
         });
+    }
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        if m.path.segments.last().is_some_and(|s| s.ident == "table") {
+            for (rust, t) in diesel::table_macro(m.tokens.clone()) {
+                self.ix.diesel_tables.insert(rust, t);
+            }
+        }
+        syn::visit::visit_macro(self, m);
     }
     fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
         let outer = self.module.replace(&m.ident);
@@ -797,6 +810,7 @@ impl<'a> Index<'a> {
             handle_structs: HashMap::new(),
             entity_tables: HashMap::new(),
             insertables: HashMap::new(),
+            diesel_tables: HashMap::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };
