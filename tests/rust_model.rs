@@ -680,3 +680,23 @@ fn f(conn: &mut PgConnection, k: i64) {
         "table! lists no unique constraints"
     );
 }
+
+/// A `#[sql_name]` that is not a plain identifier is quoted, so the statement still parses.
+#[test]
+fn diesel_sql_names_are_quoted_where_needed() {
+    let src = r#"
+diesel::table! { #[sql_name = "quote'table"] quote_table (id) { id -> Int4, } }
+diesel::table! { #[sql_name = "Mixed"] mixed (id) { id -> Int4, } }
+fn f(conn: &mut PgConnection) {
+    quote_table::table.select(quote_table::id).load::<i32>(conn);
+    mixed::table.select(mixed::id).load::<i32>(conn);
+}
+"#;
+    let units = units(src, "");
+    let s = steps(unit(&units, "f"));
+    let read: Vec<(bool, &str)> = s
+        .iter()
+        .map(|(_, st)| (st.facts.parsed, st.facts.reads[0].name.as_str()))
+        .collect();
+    assert_eq!(read, [(true, "quote'table"), (true, "Mixed")]);
+}

@@ -176,8 +176,17 @@ impl Query {
             binds: &mut binds,
             after_name: false,
         };
+        // A `#[sql_name]` may be any identifier (`"quote'table"`): quoted unless plain.
+        let plain = self
+            .table
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.');
         let table = Column {
-            name: self.table.clone(),
+            name: if plain {
+                self.table.clone()
+            } else {
+                format!("\"{}\"", self.table.replace('"', "\"\""))
+            },
             at: self.table_at,
         };
         match self.kind {
