@@ -359,10 +359,9 @@ impl Walker<'_, '_> {
                 if let Some(e) = arg {
                     // `.find(k)` is by the primary key `table!` declares (`id` by default).
                     let value = Part::Param(self.bound(e));
-                    let key = match self.ix.diesel_tables.values().find(|d| d.table == q.table) {
-                        Some(t) if t.primary_key.as_ref().is_some_and(|k| k.len() == 1) => {
-                            t.primary_key.as_ref().map_or("id", |k| k[0].as_str())
-                        }
+                    let declared = self.ix.diesel_tables.values().find(|d| d.table == q.table);
+                    let key = match declared.and_then(|d| d.primary_key.as_deref()) {
+                        Some([key]) => key.as_str(),
                         _ => "id",
                     };
                     q.filters
@@ -707,11 +706,11 @@ pub(super) fn insertable(s: &syn::ItemStruct) -> Option<Insertable> {
     Some(Insertable { table, columns })
 }
 
-/// Each attribute's content; a `cfg_attr(<predicate>, a, b)` gives `a` and `b` (txlint reads
-/// code under every feature).
+/// Each attribute's content but doc comments; a `cfg_attr(<predicate>, a, b)` gives `a` and
+/// `b` (txlint reads code under every feature).
 fn metas(attrs: &[syn::Attribute]) -> Vec<syn::Meta> {
     let mut out = Vec::new();
-    for a in attrs {
+    for a in attrs.iter().filter(|a| !a.path().is_ident("doc")) {
         match &a.meta {
             syn::Meta::List(l) if l.path.is_ident("cfg_attr") => {
                 let parser =
@@ -730,37 +729,46 @@ fn metas(attrs: &[syn::Attribute]) -> Vec<syn::Meta> {
 fn diesel_name(metas: &[syn::Meta], key: &str) -> Option<String> {
     let mut name = None;
     for m in metas {
-        match m {
-            syn::Meta::NameValue(nv) if nv.path.is_ident(key) => {
-                if let syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                }) = &nv.value
-                {
-                    name = Some(s.value());
-                }
-            }
-            syn::Meta::List(l) if l.path.is_ident("diesel") => {
-                let _ = l.parse_nested_meta(|m| {
-                    if m.path.is_ident(key) {
-                        let value = m.value()?;
-                        name = Some(if value.peek(syn::LitStr) {
-                            value.parse::<syn::LitStr>()?.value()
-                        } else {
-                            let p: syn::Path = value.parse()?;
-                            p.segments
-                                .last()
-                                .map(|s| s.ident.to_string())
-                                .unwrap_or_default()
-                        });
-                    } else {
-                        skip_meta(&m)?;
-                    }
-                    Ok(())
-                });
-            }
-            _ => {}
+        if let syn::Meta::NameValue(nv) = m
+            && nv.path.is_ident(key)
+            && let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = &nv.value
+        {
+            name = Some(s.value());
         }
+    }
+    name.or_else(|| nested_value(metas, "diesel", key))
+}
+
+/// The value of `<attr>(.., <key> = "name" | path, ..)`: the string, or the path's last
+/// segment; the last such item wins.
+pub(super) fn nested_value(metas: &[syn::Meta], attr: &str, key: &str) -> Option<String> {
+    let mut name = None;
+    for m in metas {
+        let syn::Meta::List(l) = m else {
+            continue;
+        };
+        if !l.path.is_ident(attr) {
+            continue;
+        }
+        let _ = l.parse_nested_meta(|m| {
+            if !m.path.is_ident(key) {
+                return skip_meta(&m);
+            }
+            let value = m.value()?;
+            name = Some(if value.peek(syn::LitStr) {
+                value.parse::<syn::LitStr>()?.value()
+            } else {
+                let p: syn::Path = value.parse()?;
+                p.segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default()
+            });
+            Ok(())
+        });
     }
     name.filter(|n| !n.is_empty())
 }
@@ -943,7 +951,7 @@ fn table_columns(body: proc_macro2::TokenStream) -> Vec<String> {
     let mut columns = Vec::new();
     let mut sql_name = None;
     let mut expect_name = true;
-    let mut tokens = body.into_iter().peekable();
+    let mut tokens = body.into_iter();
     while let Some(t) = tokens.next() {
         match t {
             TokenTree::Punct(p) if p.as_char() == '#' && expect_name => {

@@ -26,20 +26,12 @@ pub(super) fn snake(camel: &str) -> String {
 
 /// `#[sea_orm(table_name = "users")]` on an entity's model.
 pub(super) fn table_name(attrs: &[syn::Attribute]) -> Option<String> {
-    let mut table = None;
-    for a in attrs.iter().filter(|a| a.path().is_ident("sea_orm")) {
-        let _ = a.parse_nested_meta(|m| {
-            if m.path.is_ident("table_name") {
-                let lit: syn::LitStr = m.value()?.parse()?;
-                table = Some(lit.value());
-            } else if m.input.peek(syn::Token![=]) {
-                // Another `key = value` of the attribute: skip its value.
-                let _: syn::Expr = m.value()?.parse()?;
-            }
-            Ok(())
-        });
-    }
-    table
+    let metas: Vec<syn::Meta> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("sea_orm"))
+        .map(|a| a.meta.clone())
+        .collect();
+    diesel::nested_value(&metas, "sea_orm", "table_name")
 }
 
 impl Walker<'_, '_> {
