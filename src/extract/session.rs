@@ -92,7 +92,7 @@ impl SessionWalker {
             SqlMode::Statements => {
                 let mut tx =
                     Transaction::new(Scope::Unknown, Executor::Unknown, Isolation::ReadCommitted);
-                tx.steps = vec![step];
+                tx.steps = smallvec::smallvec![step];
                 self.done.push(tx);
                 return;
             }
@@ -165,8 +165,8 @@ impl SessionWalker {
             return;
         }
         let mut tx = Transaction::new(Scope::Autocommit, self.executor, self.session_isolation);
-        // Most autocommit transactions are one statement: no room for more.
-        tx.steps = vec![step];
+        // Most autocommit transactions are one statement, kept inline.
+        tx.steps = smallvec::smallvec![step];
         self.done.push(tx);
         self.last_message = Some(message);
     }

@@ -58,7 +58,8 @@ pub struct Facts {
 #[derive(Clone, Debug, Default)]
 pub struct Extra {
     pub advisory: List<AdvisoryCall>,
-    pub table_lock: Option<TableLock>,
+    /// `LOCK TABLE` (boxed, as `ddl`: rarer still than the rest of this box).
+    pub table_lock: Option<Box<TableLock>>,
     pub tx: Option<TxControl>,
     /// `SET [LOCAL|SESSION] name ...`.
     pub set: Option<SetFact>,
@@ -67,7 +68,7 @@ pub struct Extra {
     pub aggregates: List<Name>,
     /// A table's keys declared by this statement (`CREATE TABLE`, `CREATE UNIQUE INDEX`,
     /// `ALTER TABLE ... ADD CONSTRAINT`).
-    pub ddl: Option<TableDdl>,
+    pub ddl: Option<Box<TableDdl>>,
     /// `UPDATE t SET state = .. WHERE id = (SELECT id FROM t WHERE state = 'queued' ..)`: the
     /// columns the subquery picks its row by and the outer `WHERE` does not test again (a
     /// one-statement claim: a waiting `UPDATE` re-checks only the outer `WHERE`).

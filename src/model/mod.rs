@@ -137,7 +137,7 @@ impl Unit {
             if tx.steps.iter().all(|s| s.facts.dialect.has_rules()) {
                 continue;
             }
-            let (mut keep, mut away): (Vec<Step>, Vec<Step>) = std::mem::take(&mut tx.steps)
+            let (mut keep, mut away): (Steps, Steps) = std::mem::take(&mut tx.steps)
                 .into_iter()
                 .partition(|s| s.facts.dialect.has_rules());
             keep.shrink_to_fit();
@@ -309,8 +309,12 @@ pub struct Transaction {
     /// are autocommit statements with neither (read with [`Transaction::begin`] and
     /// [`Transaction::end`]).
     bounds: Option<Box<[Option<Span>; 2]>>,
-    pub steps: Vec<Step>,
+    pub steps: Steps,
 }
+
+/// A transaction's steps in program order. Most transactions are one autocommit statement:
+/// its step is kept inline, with no allocation of its own.
+pub type Steps = smallvec::SmallVec<[Step; 1]>;
 
 impl Transaction {
     /// Where the transaction is opened (`BEGIN`, `pool.begin()`), if it is opened explicitly.
@@ -343,7 +347,7 @@ impl Transaction {
             executor,
             isolation,
             bounds: None,
-            steps: Vec::new(),
+            steps: Steps::new(),
         }
     }
 }
@@ -429,3 +433,14 @@ impl Input {
         }
     }
 }
+
+// A run keeps every statement's step until its rules are done: these sizes are the memory a
+// statement costs before its lists (`cargo bench --bench scale` measures the whole). Growing
+// one is a decision, not an accident (rustc's `static_assert_size!` habit).
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    assert!(std::mem::size_of::<Step>() == 136);
+    assert!(std::mem::size_of::<Transaction>() == 160);
+    assert!(std::mem::size_of::<facts::Facts>() == 80);
+    assert!(std::mem::size_of::<facts::Extra>() == 128);
+};

@@ -279,7 +279,7 @@ impl Reader<'_> {
             StmtKind::Transaction => f.extra_mut().tx = self.tx_control(&c),
             StmtKind::Set => f.extra_mut().set = set_fact(&c),
             StmtKind::Lock if self.dialect == Dialect::Postgres => {
-                f.extra_mut().table_lock = Some(self.table_lock(&c));
+                f.extra_mut().table_lock = Some(Box::new(self.table_lock(&c)));
             }
             _ => {}
         }
@@ -796,7 +796,7 @@ impl Reader<'_> {
         {
             let e = f.extra_mut();
             e.aggregates = s.aggregates.into_iter().map(Name::from).collect();
-            e.ddl = s.ddl;
+            e.ddl = s.ddl.map(Box::new);
             e.claim = s.claim.into_iter().map(Name::from).collect();
             e.absent = s.absent.into_iter().map(Name::from).collect();
         }
