@@ -238,6 +238,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         .collect();
     let mut routines = Vec::new();
     let mut declared = Vec::new();
+    let mut triggers = Vec::new();
     let scripts = sql.len();
     for (i, x) in extracted.into_iter().enumerate() {
         stats += x.stats;
@@ -246,6 +247,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         routines.extend(x.routines);
         program.generated.extend(x.generated);
         declared.extend(x.declared);
+        triggers.extend(x.triggers);
         diagnostics.extend(x.limits.iter().map(|(span, what)| {
             rules::analysis_limit::analysis_limit_diagnostic(
                 *span,
@@ -300,6 +302,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             None => program.units.push(unit),
         }
     }
+    model::routines::inline(&mut program.units, &triggers);
     program.schema = model::schema::Schema::build(&program.units, &declared);
     let cx = rules::Context {
         program: &program,

@@ -151,6 +151,12 @@ fn build(run: &Run, d: &Diagnostic, index: &Witnesses) -> Result<Witness, String
             ));
         }
     }
+    if let Some(s) = found.steps.iter().find(|s| !s.step.host().calls.is_empty()) {
+        return Err(format!(
+            "{at}: {} runs through a call or a trigger; a witness is written for statements of one body",
+            place(s.step)
+        ));
+    }
     let routine = found.primary().unit;
     if d.rule == "check-then-act" && routine.kind == UnitKind::Routine {
         routine_calls(&mut w, &found, program)?;

@@ -138,6 +138,8 @@ pub struct Extracted {
     pub generated: Vec<(Span, String)>,
     /// Tables host code declares (diesel's `table!`).
     pub declared: Vec<crate::model::TableDdl>,
+    /// `CREATE TRIGGER` statements, in file order.
+    pub triggers: Vec<crate::model::Trigger>,
 }
 
 impl Extracted {
@@ -149,6 +151,7 @@ impl Extracted {
         self.routines.extend(o.routines);
         self.generated.extend(o.generated);
         self.declared.extend(o.declared);
+        self.triggers.extend(o.triggers);
         self.limits.extend(o.limits);
         self.stats += o.stats;
         self.notes.extend(o.notes);

@@ -46,6 +46,9 @@ pub fn extract(
         step.seq = steps.len();
         step.session = Some(0);
         x.bodies(text, &stmt, &step.facts);
+        x.out
+            .triggers
+            .extend(trigger(text, &stmt.tokens, step.span));
         for (name, arity) in dropped_routines(text, &stmt.tokens) {
             x.out.routines.push(RoutineEvent {
                 name,
@@ -201,6 +204,9 @@ impl Front {
             }
         };
         let mut unit = Unit::new(kind, name, Span::new(self.file, stmt.range.clone()));
+        if kind == UnitKind::Routine {
+            unit.params = call_params(src, &stmt.tokens);
+        }
         match language.as_str() {
             "plpgsql" => {
                 let parsed = plpgsql::read_body(&body, self.dialect);
@@ -352,6 +358,45 @@ fn arity(src: &str, t: &[Token], open: usize) -> Option<usize> {
     None
 }
 
+/// `CREATE [OR REPLACE] [CONSTRAINT] TRIGGER name BEFORE|AFTER event [OR ..] ON table ..
+/// EXECUTE FUNCTION|PROCEDURE f(..)`. `INSTEAD OF` triggers (on views) are not read.
+fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
+    if !t.first()?.is(src, "create") {
+        return None;
+    }
+    let at = t.iter().take(5).position(|w| w.is(src, "trigger"))?;
+    let (_, after_name) = routine_name_at(src, t, at + 1)?;
+    let timing = t.get(after_name)?;
+    let before = if timing.is(src, "before") {
+        true
+    } else if timing.is(src, "after") {
+        false
+    } else {
+        return None;
+    };
+    let on = after_name + t[after_name..].iter().position(|w| w.is(src, "on"))?;
+    let mut events = TriggerEvents::default();
+    for w in &t[after_name + 1..on] {
+        events.insert |= w.is(src, "insert");
+        events.update |= w.is(src, "update");
+        events.delete |= w.is(src, "delete");
+    }
+    let (table, _) = routine_name_at(src, t, on + 1)?;
+    let execute = on + t[on..].iter().position(|w| w.is(src, "execute"))?;
+    let (function, _) = routine_name_at(src, t, execute + 2)?;
+    let for_each_row = t[on..execute]
+        .windows(2)
+        .any(|w| w[0].is(src, "each") && w[1].is(src, "row"));
+    Some(Trigger {
+        table: table.into(),
+        events,
+        before,
+        for_each_row,
+        function: function.into(),
+        span,
+    })
+}
+
 /// The name of the routine a `CREATE FUNCTION|PROCEDURE` defines, and its number of parameters.
 fn routine_name(src: &str, t: &[Token]) -> Option<(String, Option<usize>)> {
     let i = t
@@ -381,6 +426,22 @@ fn routine_name_at(src: &str, t: &[Token], mut i: usize) -> Option<(String, usiz
 
 /// Names of a routine's parameters: `(acct int, OUT total numeric, int)` gives `acct`, `total`.
 fn routine_params(src: &str, t: &[Token]) -> Vec<String> {
+    params(src, t).into_iter().filter_map(|(n, _)| n).collect()
+}
+
+/// The parameters a call passes arguments to, in order (`""` for one with no name): a
+/// function's `OUT` parameters take none, a procedure's do (PostgreSQL 14 on).
+fn call_params(src: &str, t: &[Token]) -> Vec<Name> {
+    let procedure = t.iter().take(6).any(|t| t.is(src, "procedure"));
+    params(src, t)
+        .into_iter()
+        .filter(|(_, out)| procedure || !out)
+        .map(|(n, _)| n.unwrap_or_default().into())
+        .collect()
+}
+
+/// Each parameter's name, where it has one, and whether it is `OUT` only.
+fn params(src: &str, t: &[Token]) -> Vec<(Option<String>, bool)> {
     let Some(open) = t.iter().position(|t| t.is_punct(src, "(")) else {
         return Vec::new();
     };
@@ -406,8 +467,11 @@ fn routine_params(src: &str, t: &[Token]) -> Vec<String> {
                 })
                 .collect();
             // A name is followed by its type; a lone type is an unnamed parameter.
+            let out = arg.first().is_some_and(|a| a.is(src, "out"));
             if words.len() >= 2 && words[0].kind == Kind::Word {
-                names.push(words[0].text(src).to_ascii_lowercase());
+                names.push((Some(words[0].text(src).to_ascii_lowercase()), out));
+            } else if !words.is_empty() {
+                names.push((None, out));
             }
             arg.clear();
             if depth == 0 {

@@ -80,6 +80,18 @@ pub struct Extra {
     pub assigns: List<Name>,
     /// Variables of the unit that this statement reads.
     pub uses: List<Name>,
+    /// Functions and procedures it calls, other than aggregates and lock functions (see
+    /// [`crate::model::routines`]).
+    pub calls: List<RoutineCall>,
+}
+
+/// `f(a, $1)` or `CALL p(..)` in a statement: if the run defines `f`, its statements run here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutineCall {
+    /// Unqualified, lower case.
+    pub name: Name,
+    /// Positional arguments, in order.
+    pub args: Vec<Operand>,
 }
 
 static NO_EXTRA: Extra = Extra {
@@ -93,6 +105,7 @@ static NO_EXTRA: Extra = Extra {
     absent: List::new(),
     assigns: List::new(),
     uses: List::new(),
+    calls: List::new(),
 };
 
 /// An expression's ingredients.

@@ -6,6 +6,7 @@
 mod facts;
 pub mod flow;
 pub mod lockgraph;
+pub mod routines;
 pub mod schema;
 
 pub use facts::*;
@@ -74,6 +75,9 @@ pub struct Unit {
     /// The `.sql` file is a migration that a runner applies once per database (see
     /// [`Runner`]); its own statements do not race with another run of themselves.
     pub runner: Option<Runner>,
+    /// A routine's parameters that calls pass arguments to, in order (`""` for one with no
+    /// name, read as `$n`).
+    pub params: Vec<Name>,
 }
 
 impl Unit {
@@ -90,6 +94,7 @@ impl Unit {
             choices: Vec::new(),
             test: false,
             runner: None,
+            params: Vec::new(),
         }
     }
 
@@ -158,6 +163,28 @@ impl Unit {
             .iter()
             .filter(move |e| e.seq > from && e.seq < to)
     }
+}
+
+/// `CREATE TRIGGER .. ON table .. EXECUTE FUNCTION f()`: `f` runs inside every statement of
+/// those kinds on the table (see [`routines`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    pub table: Name,
+    pub events: TriggerEvents,
+    /// `BEFORE` (else `AFTER`): runs before the row is written, and can refuse it.
+    pub before: bool,
+    /// `FOR EACH ROW` (else once per statement): `NEW` and `OLD` are the row.
+    pub for_each_row: bool,
+    pub function: Name,
+    /// The `CREATE TRIGGER` statement.
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TriggerEvents {
+    pub insert: bool,
+    pub update: bool,
+    pub delete: bool,
 }
 
 /// A table name that is a hole of a template (`format!("... {table} ...")`, blanked to
@@ -442,5 +469,5 @@ const _: () = {
     assert!(std::mem::size_of::<Step>() == 136);
     assert!(std::mem::size_of::<Transaction>() == 160);
     assert!(std::mem::size_of::<facts::Facts>() == 80);
-    assert!(std::mem::size_of::<facts::Extra>() == 128);
+    assert!(std::mem::size_of::<facts::Extra>() == 136);
 };

@@ -42,6 +42,9 @@ pub struct Structure {
     /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = .. AND b = ..)`:
     /// the columns the insert checks are absent first.
     pub absent: Vec<String>,
+    /// Calls of functions that are not built-in aggregates (`f(a, $1)`, `CALL p(..)`), with
+    /// their positional arguments: a routine the run defines runs its statements here.
+    pub calls: Vec<(String, Vec<Operand>)>,
 }
 
 const AGGREGATES: &[&str] = &[
@@ -147,6 +150,7 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
         ddl: ddl(stmt),
         ..Structure::default()
     };
+    s.calls = calls(stmt);
     let mut positional = 0;
     match stmt {
         Statement::Query(q) => {
@@ -417,6 +421,45 @@ fn conjunct(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
             false
         }
     }
+}
+
+/// Most calls a statement is read for (a statement is rarely more than a few).
+const MAX_CALLS: usize = 8;
+
+/// The function calls of `stmt` with positional arguments only, unqualified names lower case.
+fn calls(stmt: &Statement) -> Vec<(String, Vec<Operand>)> {
+    let mut out = Vec::new();
+    let mut positional = 0;
+    let mut call = |f: &sqlparser::ast::Function, out: &mut Vec<(String, Vec<Operand>)>| {
+        use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+        let name = table_name(&f.name);
+        let FunctionArguments::List(list) = &f.args else {
+            return;
+        };
+        let mut args = Vec::new();
+        for a in &list.args {
+            match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                    args.push(operand(e, &mut positional))
+                }
+                // Named arguments and wildcards: which parameter gets what is not read.
+                _ => return,
+            }
+        }
+        if out.len() < MAX_CALLS && !AGGREGATES.contains(&name.as_str()) {
+            out.push((name, args));
+        }
+    };
+    if let Statement::Call(f) = stmt {
+        call(f, &mut out);
+    }
+    let _ = visit_expressions(stmt, |e| {
+        if let Expr::Function(f) = e {
+            call(f, &mut out);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
 }
 
 /// What an expression is made of: parameters, identifiers (columns or variables, dotted),

@@ -768,7 +768,7 @@ impl Reader<'_> {
             base: stmt.range.start,
             prefix: stmt.prefix,
         };
-        let s = super::ast::structure(first, &locate);
+        let mut s = super::ast::structure(first, &locate);
         let psql: Vec<String> = stmt
             .tokens
             .iter()
@@ -789,12 +789,24 @@ impl Reader<'_> {
         f.filters = s.filters.into();
         f.other_conditions = s.other_conditions;
         f.inserts = s.inserts.into_iter().map(|(c, o)| (c.into(), o)).collect();
+        // Calls of lock functions are read from tokens, with their key's text.
+        s.calls
+            .retain(|(n, _)| !LOCK_FUNCTIONS.iter().any(|(l, ..)| l == n));
         if !s.aggregates.is_empty()
             || s.ddl.is_some()
             || !s.claim.is_empty()
             || !s.absent.is_empty()
+            || !s.calls.is_empty()
         {
             let e = f.extra_mut();
+            e.calls = s
+                .calls
+                .into_iter()
+                .map(|(name, args)| RoutineCall {
+                    name: name.into(),
+                    args,
+                })
+                .collect();
             e.aggregates = s.aggregates.into_iter().map(Name::from).collect();
             e.ddl = s.ddl.map(Box::new);
             e.claim = s.claim.into_iter().map(Name::from).collect();

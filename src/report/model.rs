@@ -97,6 +97,10 @@ pub fn render(run: &Run) -> String {
                 if !f.parsed {
                     notes.push("tokens only".into());
                 }
+                // A helper's or a called routine's statement: where this unit reaches it.
+                if let Some(&call) = step.host().calls.last() {
+                    notes.push(format!("called at {}", at(call)));
+                }
                 let _ = writeln!(
                     out,
                     "    {} {:?} {}",

@@ -256,7 +256,16 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
             {
                 continue;
             }
-            let line = cx.line(a.span);
+            // Rows locked through two different calls (`PERFORM debit(src); PERFORM
+            // credit(dst)`, or two calls of one Rust helper): the order is decided where those
+            // calls are made, so the finding is there.
+            let (ac, bc) = (
+                a.step.host().calls.as_slice(),
+                b.step.host().calls.as_slice(),
+            );
+            let i = ac.iter().zip(bc).take_while(|(x, y)| x == y).count();
+            let (first, second) = (ac.get(i).copied(), bc.get(i).copied());
+            let line = cx.line(first.unwrap_or(a.span));
             let table = g.resources[b.resource].label();
             let show = |k: &[KeyPart]| {
                 k.iter()
@@ -265,23 +274,34 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
                     .join(" AND ")
             };
             let col = &a_key[differing[0]].column;
-            out.push(
-                Diagnostic::new(
-                    &RULE,
-                    b.span,
-                    format!(
-                        "{table} row `{}` is locked after row `{}` (line {line}): the same code run with the two swapped locks them in the other order (deadlock)",
-                        show(b_key),
-                        show(a_key)
-                    ),
-                )
-                .note("second row locked here")
-                .in_step(b.step)
-                .label(a.span, "first row locked here")
-                .help(format!(
-                    "lock both rows in key order first (`SELECT ... WHERE {col} IN (..) ORDER BY {col} FOR UPDATE`), or order the keys (`LEAST`/`GREATEST`, or sort them) before locking"
-                )),
-            );
+            let mut d = Diagnostic::new(
+                &RULE,
+                second.unwrap_or(b.span),
+                format!(
+                    "{table} row `{}` is locked after row `{}` (line {line}): the same code run with the two swapped locks them in the other order (deadlock)",
+                    show(b_key),
+                    show(a_key)
+                ),
+            )
+            .help(format!(
+                "lock both rows in key order first (`SELECT ... WHERE {col} IN (..) ORDER BY {col} FOR UPDATE`), or order the keys (`LEAST`/`GREATEST`, or sort them) before locking"
+            ));
+            if let Some(call) = first {
+                d = d.label(call, "first row locked by this call");
+            }
+            d = d.label(a.span, "first row locked here");
+            d = match second {
+                Some(call) => {
+                    let mut d = d
+                        .note("second row locked by this call")
+                        .in_statement(call)
+                        .label(b.span, "second row locked here");
+                    d.calls = bc[..i].to_vec();
+                    d
+                }
+                None => d.note("second row locked here").in_step(b.step),
+            };
+            out.push(d);
             return;
         }
     }

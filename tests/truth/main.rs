@@ -168,6 +168,33 @@ fn lock_order_opposite_row_locks_deadlock() {
     opposite_order([one, two], [two, one]);
 }
 
+/// A helper function's row locks are the calling transaction's: two transfers that call one
+/// helper per account in argument order deadlock like the statements themselves.
+#[test]
+fn lock_order_helper_calls_in_argument_order_deadlock() {
+    let db = db(&format!(
+        "{ACCOUNTS}; \
+         CREATE FUNCTION debit(acct int, amount int) RETURNS void LANGUAGE plpgsql AS $$ \
+         BEGIN UPDATE accounts SET balance = balance - amount WHERE id = acct; END $$; \
+         CREATE FUNCTION credit(acct int, amount int) RETURNS void LANGUAGE plpgsql AS $$ \
+         BEGIN UPDATE accounts SET balance = balance + amount WHERE id = acct; END $$"
+    ));
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(sqlstate(&a.run("SELECT debit(1, 10)")), None);
+    assert_eq!(sqlstate(&b.run("SELECT debit(2, 10)")), None);
+    a.send("SELECT credit(2, 10)");
+    db.until_blocked(&a);
+    b.send("SELECT credit(1, 10)");
+    let (rb, ra) = (b.wait(), a.wait());
+    let errors: Vec<_> = [sqlstate(&ra), sqlstate(&rb)]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(errors, ["40P01"], "a: {ra:?}, b: {rb:?}");
+}
+
 #[test]
 fn lock_order_opposite_advisory_locks_deadlock() {
     let one = "SELECT pg_advisory_xact_lock(1)";
@@ -853,4 +880,50 @@ fn rule_pages_cite_this_suite() {
             );
         }
     }
+}
+
+/// A `BEFORE INSERT` trigger that counts a team's members and refuses one over the cap (here
+/// 1): two sessions each count 0, neither sees the other's uncommitted row, and both rows are
+/// committed (the primary key does not help: the rows differ).
+const TEAM: &str = "CREATE TABLE members (team_id int NOT NULL, user_id int NOT NULL, PRIMARY KEY (team_id, user_id)); \
+    CREATE FUNCTION cap() RETURNS trigger LANGUAGE plpgsql AS $$ \
+    DECLARE n int; BEGIN LOCK_FIRST \
+    SELECT count(*) INTO n FROM members WHERE team_id = NEW.team_id; \
+    IF n >= 1 THEN RAISE EXCEPTION 'team % is full', NEW.team_id; END IF; RETURN NEW; END $$; \
+    CREATE TRIGGER cap BEFORE INSERT ON members FOR EACH ROW EXECUTE FUNCTION cap()";
+
+#[test]
+fn check_then_act_trigger_cap_is_exceeded() {
+    let db = db(&TEAM.replace("LOCK_FIRST", ""));
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(sqlstate(&a.run("INSERT INTO members VALUES (1, 1)")), None);
+    assert_eq!(sqlstate(&b.run("INSERT INTO members VALUES (1, 2)")), None);
+    a.run("COMMIT");
+    b.run("COMMIT");
+    assert_eq!(
+        db.query("SELECT count(*) FROM members WHERE team_id = 1"),
+        "2"
+    );
+}
+
+/// Fix: the trigger takes `pg_advisory_xact_lock` on the team first; the second session waits,
+/// then counts the first one's row and is refused.
+#[test]
+fn check_then_act_trigger_fix_advisory_lock() {
+    let db = db(&TEAM.replace("LOCK_FIRST", "PERFORM pg_advisory_xact_lock(NEW.team_id);"));
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(sqlstate(&a.run("INSERT INTO members VALUES (1, 1)")), None);
+    b.send("INSERT INTO members VALUES (1, 2)");
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(sqlstate(&b.wait()), Some("P0001"));
+    b.run("ROLLBACK");
+    assert_eq!(
+        db.query("SELECT count(*) FROM members WHERE team_id = 1"),
+        "1"
+    );
 }

@@ -1,0 +1,826 @@
+//! Routine calls: a statement that calls a function or procedure the run defines
+//! (`PERFORM debit(src, amount)`, `SELECT transfer($1, $2)`, `CALL p(..)`) runs that
+//! routine's statements inside its own transaction, before its own work. They are copied into
+//! the caller's transaction there, the routine's parameters replaced by the call's arguments
+//! and its local variables renamed apart (`debit$v`), so every rule sees what the caller's
+//! transaction does.
+//!
+//! Triggers are calls too: `CREATE TRIGGER .. BEFORE|AFTER INSERT|UPDATE|DELETE ON t ..
+//! EXECUTE FUNCTION f()` runs `f` inside every such statement on `t`, before the row is
+//! written (its conditional `RAISE` or `RETURN` an exit that can refuse the row, taken on the
+//! reads it tests) or after. In a row trigger `NEW.c` is the value the statement writes to `c`
+//! (inserted or assigned), `OLD.c` the value its `WHERE` selects the row by.
+//!
+//! What is copied, and what is not (precision first):
+//! - only a routine with one definition of that name in the run, whose body is one
+//!   transaction (a procedure that commits is not);
+//! - only the body's statements that run on every path, not those inside `IF`, `CASE` or
+//!   loops: a caller cannot know which arm runs;
+//! - calls by position (named arguments are not read), nested up to [`DEPTH`] levels, never a
+//!   routine inside itself; at most [`MAX_COPIED`] statements per caller transaction.
+//!
+//! A copied statement keeps its own span (in the routine's body) and lists the call among its
+//! call sites ([`Host::calls`]), so a finding shows both, and repeats from several callers
+//! merge into one.
+
+use std::collections::HashMap;
+
+use super::*;
+
+/// Calls followed inside called routines.
+pub const DEPTH: usize = 4;
+
+/// Statements copied into one transaction from the routines it calls.
+pub const MAX_COPIED: usize = 1_000;
+
+/// Routines by unqualified name and number of parameters.
+type Index = HashMap<(String, usize), usize>;
+
+/// A routine that calls can be followed into: its parameters and its body, calls expanded.
+struct Callee {
+    name: String,
+    params: Vec<Name>,
+    body: Vec<Step>,
+    /// For each statement of `body`, its position in the routine (for a statement copied from
+    /// a call, the call's).
+    orig: Vec<usize>,
+    /// The routine's exits that leave on a decision (`IF n >= cap THEN RAISE ..`, `RETURN
+    /// NULL`), with the positions of the reads they are taken on: in a `BEFORE` trigger they
+    /// refuse the row.
+    refusals: Vec<(Span, Vec<usize>)>,
+}
+
+/// What runs around one statement: routines it calls and triggers on what it writes.
+#[derive(Default)]
+struct Around {
+    before: Vec<Step>,
+    after: Vec<Step>,
+    /// Decisions of `BEFORE` triggers that can refuse the statement: where, and the copies in
+    /// `before` (by index) they are taken on.
+    refusals: Vec<(Span, Vec<usize>)>,
+}
+
+struct Expander<'a> {
+    units: &'a [Unit],
+    index: Index,
+    triggers: Vec<&'a Trigger>,
+    callees: HashMap<usize, Callee>,
+}
+
+/// Copy the statements of called routines, and of triggers on the tables written, into every
+/// unit's transactions.
+pub fn inline(units: &mut [Unit], triggers: &[Trigger]) {
+    // By name and number of parameters (overloads differ in it); a name defined twice alike
+    // is not followed.
+    let mut by_name: HashMap<(&str, usize), Option<usize>> = HashMap::new();
+    for (i, u) in units.iter().enumerate() {
+        if u.kind == UnitKind::Routine
+            && u.transactions.len() == 1
+            && let Some(name) = u.name.as_deref()
+        {
+            by_name
+                .entry((unqualified(name), u.params.len()))
+                .and_modify(|e| *e = None)
+                .or_insert(Some(i));
+        }
+    }
+    let index: Index = by_name
+        .into_iter()
+        .filter_map(|((n, k), i)| Some(((n.to_string(), k), i?)))
+        .collect();
+    if index.is_empty() {
+        return;
+    }
+    // A later `CREATE TRIGGER` of the same name on the same table replaces an earlier one.
+    let mut live: Vec<&Trigger> = Vec::new();
+    for t in triggers {
+        live.retain(|l| !(l.table == t.table && l.function == t.function));
+        live.push(t);
+    }
+    let mut x = Expander {
+        units,
+        index,
+        triggers: live,
+        callees: HashMap::new(),
+    };
+    let all: Vec<usize> = x.index.values().copied().collect();
+    for i in all {
+        x.expand(i, &mut Vec::new());
+    }
+    let mut plans = Vec::new();
+    for (i, unit) in units.iter().enumerate() {
+        let mut plan: Vec<(usize, usize, Around)> = Vec::new();
+        for (t, tx) in unit.transactions.iter().enumerate() {
+            let mut budget = MAX_COPIED;
+            for (s, step) in tx.steps.iter().enumerate() {
+                let around = x.around(step, &[i], true);
+                let n = around.before.len() + around.after.len();
+                if n == 0 || n > budget {
+                    continue;
+                }
+                budget -= n;
+                plan.push((t, s, around));
+            }
+        }
+        plans.push(plan);
+    }
+    drop(x);
+    for (unit, plan) in units.iter_mut().zip(plans) {
+        if !plan.is_empty() {
+            splice(unit, plan);
+        }
+    }
+}
+
+impl Expander<'_> {
+    fn callee(&self, call: &RoutineCall) -> Option<usize> {
+        self.index
+            .get(&(call.name.to_string(), call.args.len()))
+            .copied()
+    }
+
+    /// The body of routine `i` as its callers run it: its unconditional statements, each with
+    /// what runs around it.
+    fn expand(&mut self, i: usize, stack: &mut Vec<usize>) {
+        if self.callees.contains_key(&i) || stack.contains(&i) || stack.len() >= DEPTH {
+            return;
+        }
+        stack.push(i);
+        let units = self.units;
+        let unit = &units[i];
+        let mut body = Vec::new();
+        let mut orig = Vec::new();
+        for step in unit.transactions.iter().flat_map(|t| &t.steps) {
+            if !step.branch.is_empty() {
+                continue;
+            }
+            for r in self.needed(step) {
+                self.expand(r, stack);
+            }
+            let around = self.around(step, stack, false);
+            orig.extend(std::iter::repeat_n(step.seq, around.before.len()));
+            body.extend(around.before);
+            if acts(step) {
+                orig.push(step.seq);
+                body.push(step.clone());
+            }
+            orig.extend(std::iter::repeat_n(step.seq, around.after.len()));
+            body.extend(around.after);
+            if body.len() > MAX_COPIED {
+                body.truncate(MAX_COPIED);
+                orig.truncate(MAX_COPIED);
+                break;
+            }
+        }
+        let refusals = unit
+            .exits
+            .iter()
+            .filter(|e| e.kind == ExitKind::Return && !e.branch.is_empty())
+            .filter_map(|e| {
+                let from: Vec<usize> = unit
+                    .conditions
+                    .iter()
+                    .filter(|c| !c.failed && e.branch.contains(&c.branch))
+                    .flat_map(|c| c.from.iter().copied())
+                    .collect();
+                (!from.is_empty()).then_some((e.span, from))
+            })
+            .collect();
+        stack.pop();
+        self.callees.insert(
+            i,
+            Callee {
+                name: unqualified(unit.name.as_deref().unwrap_or_default()).to_string(),
+                params: unit.params.clone(),
+                body,
+                orig,
+                refusals,
+            },
+        );
+    }
+
+    /// The routines `step` runs: those it calls and the triggers on what it writes.
+    fn needed(&self, step: &Step) -> Vec<usize> {
+        let calls = step
+            .facts
+            .extra()
+            .calls
+            .iter()
+            .filter_map(|c| self.callee(c));
+        let fired = self.fired(step).filter_map(|(t, _)| self.trigger_fn(t));
+        calls.chain(fired).collect()
+    }
+
+    fn trigger_fn(&self, t: &Trigger) -> Option<usize> {
+        self.index.get(&(t.function.to_string(), 0)).copied()
+    }
+
+    /// The triggers a write fires, each with whether it runs before the row is written.
+    fn fired<'s>(&'s self, step: &'s Step) -> impl Iterator<Item = (&'s Trigger, bool)> + 's {
+        let f = &step.facts;
+        let table = f.writes.first().map(|t| t.name.as_str());
+        self.triggers
+            .iter()
+            .filter(move |t| {
+                Some(t.table.as_str()) == table
+                    && match f.kind {
+                        StmtKind::Insert => t.events.insert,
+                        StmtKind::Update => t.events.update,
+                        StmtKind::Delete => t.events.delete,
+                        _ => false,
+                    }
+            })
+            .map(|t| (*t, t.before))
+    }
+
+    /// What runs around `step`, from routines already expanded and not in `outside` (the
+    /// routines being expanded, or the unit itself). `refusals`: also the decisions of its
+    /// `BEFORE` triggers.
+    fn around(&self, step: &Step, outside: &[usize], refusals: bool) -> Around {
+        let mut a = Around::default();
+        let ready = |r: usize| {
+            (!outside.contains(&r))
+                .then(|| self.callees.get(&r))
+                .flatten()
+        };
+        let fire = |a: &mut Around, before: bool| {
+            for (t, b) in self.fired(step) {
+                let Some(callee) = self.trigger_fn(t).and_then(ready).filter(|_| b == before)
+                else {
+                    continue;
+                };
+                let row = t.for_each_row.then_some(step);
+                let base = a.before.len();
+                let copies = callee.body.iter().map(|c| copy(c, callee, &[], row, step));
+                if before {
+                    a.before.extend(copies);
+                    if refusals {
+                        for (span, from) in &callee.refusals {
+                            let at: Vec<usize> = callee
+                                .orig
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, o)| from.contains(o))
+                                .map(|(k, _)| base + k)
+                                .collect();
+                            if !at.is_empty() {
+                                a.refusals.push((*span, at));
+                            }
+                        }
+                    }
+                } else {
+                    a.after.extend(copies);
+                }
+            }
+        };
+        fire(&mut a, true);
+        for call in &step.facts.extra().calls {
+            if let Some(callee) = self.callee(call).and_then(ready) {
+                a.before.extend(
+                    callee
+                        .body
+                        .iter()
+                        .map(|b| copy(b, callee, &call.args, None, step)),
+                );
+            }
+        }
+        fire(&mut a, false);
+        a
+    }
+}
+
+/// A statement a caller's rules can see: it touches a table or takes a lock, or assigns a
+/// variable (data flow); a condition evaluated as `SELECT <expr>` does not.
+fn acts(step: &Step) -> bool {
+    let f = &step.facts;
+    let e = f.extra();
+    !f.reads.is_empty()
+        || !f.writes.is_empty()
+        || !f.row_locks.is_empty()
+        || !e.advisory.is_empty()
+        || e.table_lock.is_some()
+        || !e.assigns.is_empty()
+}
+
+/// `public.f` and `f` are one routine (txlint does not follow `search_path`).
+fn unqualified(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// Statement `b` of `callee`'s body, as the call with `args` in `caller` runs it; for a row
+/// trigger, `row` is the statement that writes the row `NEW` and `OLD` name.
+fn copy(b: &Step, callee: &Callee, args: &[Operand], row: Option<&Step>, caller: &Step) -> Step {
+    let extra = b.facts.extra();
+    let mut names = Names {
+        routine: &callee.name,
+        params: &callee.params,
+        args,
+        row,
+        locals: Vec::new(),
+    };
+    names.locals = extra
+        .uses
+        .iter()
+        .chain(&extra.assigns)
+        .filter(|v| names.param(v).is_none())
+        .cloned()
+        .collect();
+    let mut facts = b.facts.clone();
+    for p in &mut facts.filters {
+        p.value = names.operand(&p.value);
+    }
+    for s in &mut facts.sets {
+        s.value = names.operand(&s.value);
+    }
+    for (_, v) in &mut facts.inserts {
+        *v = names.operand(v);
+    }
+    let caller_vars = caller.facts.extra().uses.clone();
+    if !extra.uses.is_empty() || !extra.assigns.is_empty() || !extra.advisory.is_empty() {
+        let e = facts.extra_mut();
+        e.uses = extra
+            .uses
+            .iter()
+            .flat_map(|u| match names.param(u) {
+                // A parameter is the caller's variables its argument uses.
+                Some(arg) => arg
+                    .idents
+                    .iter()
+                    .filter(|a| {
+                        caller_vars
+                            .iter()
+                            .any(|v| v == a.split('.').next().unwrap_or(a))
+                    })
+                    .cloned()
+                    .collect::<Vec<_>>(),
+                None => vec![names.local(u)],
+            })
+            .collect();
+        e.assigns = extra.assigns.iter().map(|a| names.local(a)).collect();
+        for a in &mut e.advisory {
+            a.key = names.text(&a.key);
+        }
+    }
+    let from = caller.host();
+    let mut calls: List<Span> = from.calls.clone();
+    calls.push(caller.span);
+    calls.extend(b.host().calls.iter().copied());
+    Step {
+        span: b.span,
+        facts,
+        seq: caller.seq,
+        session: caller.session,
+        branch: caller.branch.clone(),
+        host: Some(Box::new(Host {
+            via: from.via.clone(),
+            inputs: from.inputs.clone(),
+            calls,
+        })),
+    }
+}
+
+/// How a routine's names read at a call: parameters are the call's arguments, locals are
+/// renamed apart from the caller's variables.
+struct Names<'a> {
+    routine: &'a str,
+    params: &'a [Name],
+    args: &'a [Operand],
+    /// The statement whose row a row trigger's `NEW.c` and `OLD.c` are.
+    row: Option<&'a Step>,
+    /// The statement's variables that are the routine's own.
+    locals: Vec<Name>,
+}
+
+impl Names<'_> {
+    /// The argument passed for parameter `name` (or `$n`); for a row trigger, the value of
+    /// `NEW.c` or `OLD.c` where the triggering statement gives it (the inserted or assigned
+    /// value, or the key its `WHERE` selects the row by).
+    fn param(&self, name: &str) -> Option<&Operand> {
+        if let Some(row) = self.row
+            && let Some((side, column)) = name.split_once('.')
+            && (side.eq_ignore_ascii_case("new") || side.eq_ignore_ascii_case("old"))
+        {
+            let f = &row.facts;
+            let new = side.eq_ignore_ascii_case("new");
+            let inserted = f.inserts.iter().find(|(c, _)| c == column).map(|(_, v)| v);
+            let set = f.sets.iter().find(|s| s.column == column).map(|s| &s.value);
+            let key = f
+                .filters
+                .iter()
+                .find(|p| p.column == column)
+                .map(|p| &p.value);
+            return match f.kind {
+                StmtKind::Insert if new => inserted,
+                StmtKind::Update if new => set.or(key),
+                StmtKind::Update | StmtKind::Delete => key,
+                _ => None,
+            };
+        }
+        let k = match name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => n.checked_sub(1)?,
+            None => self
+                .params
+                .iter()
+                .position(|p| !p.is_empty() && p.eq_ignore_ascii_case(name))?,
+        };
+        self.args.get(k)
+    }
+
+    fn is_local(&self, ident: &str) -> bool {
+        let first = ident.split('.').next().unwrap_or(ident);
+        self.locals.iter().any(|l| l.eq_ignore_ascii_case(first))
+    }
+
+    fn local(&self, name: &str) -> Name {
+        compact_str::format_compact!("{}${}", self.routine, name)
+    }
+
+    fn operand(&self, o: &Operand) -> Operand {
+        let text = o.text.trim();
+        let whole = match o.params.as_slice() {
+            [n] if text == format!("${n}") => self.param(text),
+            [] if o.idents.len() == 1 && o.idents[0].eq_ignore_ascii_case(text) => self.param(text),
+            _ => None,
+        };
+        if let Some(arg) = whole {
+            return arg.clone();
+        }
+        let mut out = Operand {
+            text: self.text(&o.text).into(),
+            ..Operand::default()
+        };
+        for &n in &o.params {
+            match self.param(&format!("${n}")) {
+                Some(arg) => out.params.extend(arg.params.iter().copied()),
+                None => out.params.push(n),
+            }
+        }
+        for i in &o.idents {
+            match self.param(i) {
+                Some(arg) => {
+                    out.idents.extend(arg.idents.iter().cloned());
+                    out.params.extend(arg.params.iter().copied());
+                }
+                None if self.is_local(i) => out.idents.push(self.local(i)),
+                None => out.idents.push(i.clone()),
+            }
+        }
+        out
+    }
+
+    /// `text` with each parameter (a name, `$n`, or a row trigger's `NEW.c`) replaced by its
+    /// argument's text, and the routine's own variables renamed.
+    fn text(&self, text: &str) -> String {
+        let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == '.';
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find(|c: char| word(c) && c != '.') {
+            out.push_str(&rest[..start]);
+            let len = rest[start..]
+                .find(|c: char| !word(c))
+                .unwrap_or(rest.len() - start);
+            let (w, after) = rest[start..].split_at(len);
+            let first = w.split('.').next().unwrap_or(w);
+            match self.param(w) {
+                Some(arg) if arg.text.chars().all(word) => out.push_str(&arg.text),
+                Some(arg) => {
+                    out.push('(');
+                    out.push_str(&arg.text);
+                    out.push(')');
+                }
+                // A record variable's field (`r.balance`) is the variable's.
+                None if self.is_local(first) => {
+                    out.push_str(&self.local(first));
+                    out.push_str(&w[first.len()..]);
+                }
+                None => out.push_str(w),
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Put what runs around each planned statement before and after it, add the refusals of its
+/// `BEFORE` triggers as exits between the two (each in an arm of its own, taken on the copied
+/// reads), and renumber the unit's program order around them.
+fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>) {
+    // Positions added before and after each planned statement, by its position; a refusal
+    // takes one more before it.
+    let mut added: Vec<(usize, usize, usize)> = plan
+        .iter()
+        .map(|(t, s, a)| {
+            let refusal = usize::from(!a.refusals.is_empty());
+            let seq = unit.transactions[*t].steps[*s].seq;
+            (seq, a.before.len() + refusal, a.after.len())
+        })
+        .collect();
+    added.sort_unstable();
+    // Where an original position moves: after everything added at earlier statements, and
+    // after what its own statement gets before it.
+    let map = |seq: usize| -> usize {
+        let mut shift = 0;
+        for &(at, before, after) in &added {
+            if at < seq {
+                shift += before + after;
+            } else if at == seq {
+                shift += before;
+            }
+        }
+        seq + shift
+    };
+    for exit in &mut unit.exits {
+        exit.seq = map(exit.seq);
+        exit.owner = exit.owner.map(map);
+    }
+    for c in &mut unit.conditions {
+        c.from.iter_mut().for_each(|s| *s = map(*s));
+    }
+    let mut arm = next_arm(unit);
+    let mut plan = plan.into_iter().peekable();
+    let mut exits = Vec::new();
+    let mut conditions = Vec::new();
+    for (t, tx) in unit.transactions.iter_mut().enumerate() {
+        let old = std::mem::take(&mut tx.steps);
+        for (s, mut step) in old.into_iter().enumerate() {
+            let here = map(step.seq);
+            let around = plan
+                .next_if(|(pt, ps, _)| (*pt, *ps) == (t, s))
+                .map(|p| p.2);
+            let Around {
+                before,
+                after,
+                refusals,
+            } = around.unwrap_or_default();
+            let first = here - before.len() - usize::from(!refusals.is_empty());
+            let copied: Vec<usize> = (first..first + before.len()).collect();
+            for (k, mut c) in before.into_iter().enumerate() {
+                c.seq = first + k;
+                remap_inputs(&mut c, map);
+                tx.steps.push(c);
+            }
+            for (span, from) in refusals {
+                let mut branch = step.branch.to_vec();
+                branch.push(arm);
+                conditions.push(Condition {
+                    branch: arm,
+                    from: from
+                        .iter()
+                        .filter_map(|&k| copied.get(k).copied())
+                        .collect(),
+                    failed: false,
+                });
+                exits.push(Exit {
+                    seq: here - 1,
+                    span,
+                    owner: None,
+                    branch,
+                    kind: ExitKind::Return,
+                });
+                arm += 1;
+            }
+            step.seq = here;
+            remap_inputs(&mut step, map);
+            tx.steps.push(step);
+            for (k, mut c) in after.into_iter().enumerate() {
+                c.seq = here + 1 + k;
+                remap_inputs(&mut c, map);
+                tx.steps.push(c);
+            }
+        }
+    }
+    unit.exits.extend(exits);
+    unit.exits.sort_by_key(|e| e.seq);
+    unit.conditions.extend(conditions);
+}
+
+/// A branch arm number no step, exit, condition or loop of the unit uses yet.
+fn next_arm(unit: &Unit) -> usize {
+    let steps = unit
+        .transactions
+        .iter()
+        .flat_map(|t| &t.steps)
+        .flat_map(|s| s.branch.iter().copied());
+    let exits = unit.exits.iter().flat_map(|e| e.branch.iter().copied());
+    let rest = unit
+        .conditions
+        .iter()
+        .map(|c| c.branch)
+        .chain(unit.loops.iter().map(|l| l.branch))
+        .chain(unit.choices.iter().flatten().copied());
+    steps.chain(exits).chain(rest).max().map_or(0, |m| m + 1)
+}
+
+fn remap_inputs(step: &mut Step, map: impl Fn(usize) -> usize) {
+    if let Some(host) = step.host.as_mut() {
+        for i in &mut host.inputs {
+            i.from.iter_mut().for_each(|s| *s = map(*s));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::*;
+
+    fn units(sql: &str) -> Vec<Unit> {
+        let run = crate::check_source("t.sql", sql, &crate::config::Config::default());
+        run.program.units
+    }
+
+    fn routine<'a>(units: &'a [Unit], name: &str) -> &'a Unit {
+        units
+            .iter()
+            .find(|u| u.name.as_deref() == Some(name))
+            .expect("routine")
+    }
+
+    const DEBIT: &str =
+        "CREATE FUNCTION debit(acct int, amount int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    old int;
+BEGIN
+    SELECT balance INTO old FROM accounts WHERE id = acct;
+    IF old < amount THEN
+        UPDATE alerts SET n = n + 1 WHERE id = acct;
+    END IF;
+    UPDATE accounts SET balance = old - amount WHERE id = acct;
+END
+$$;
+";
+
+    #[test]
+    fn a_call_runs_the_body_with_its_arguments_before_the_calling_statement() {
+        let u = units(&format!("{DEBIT}SELECT debit(7, $1);\n"));
+        let script = &u[0];
+        let tx = script
+            .transactions
+            .iter()
+            .find(|t| t.steps.len() > 1)
+            .expect("the call's transaction");
+        let kinds: Vec<StmtKind> = tx.steps.iter().map(|s| s.facts.kind).collect();
+        // The read, the unconditional update, then the call; the `IF` arm is not copied.
+        assert_eq!(
+            kinds,
+            [StmtKind::Select, StmtKind::Update, StmtKind::Select]
+        );
+        let call = &tx.steps[2];
+        let (read, write) = (&tx.steps[0], &tx.steps[1]);
+        assert_eq!(read.facts.filters[0].value.text, "7");
+        assert_eq!(read.host().calls.as_slice(), [call.span]);
+        // `old` is debit's own variable, renamed apart; `amount` is the caller's `$1`.
+        assert_eq!(read.facts.extra().assigns.as_slice(), ["debit$old"]);
+        assert_eq!(write.facts.extra().uses.as_slice(), ["debit$old"]);
+        assert_eq!(write.facts.sets[0].value.text, "debit$old - $1");
+        assert_eq!(write.facts.sets[0].value.params, [1]);
+        // Program order: strictly increasing, the call last.
+        assert!(tx.steps.windows(2).all(|w| w[0].seq < w[1].seq));
+    }
+
+    #[test]
+    fn a_caller_routine_gets_its_callees_statements_with_its_variables() {
+        let u = units(&format!(
+            "{DEBIT}CREATE FUNCTION pay(src int, n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM debit(src, n);
+    RETURN;
+END
+$$;
+"
+        ));
+        let pay = routine(&u, "pay");
+        let steps = &pay.transactions[0].steps;
+        assert_eq!(steps.len(), 3);
+        assert_eq!(steps[1].facts.filters[0].value.text, "src");
+        // `amount` is `n`, a variable of `pay`.
+        assert_eq!(
+            steps[1].facts.extra().uses.as_slice(),
+            ["debit$old", "n", "src"]
+        );
+        // The exit after the call comes after the copies in program order.
+        assert!(pay.exits.iter().all(|e| e.seq > steps[2].seq));
+    }
+
+    #[test]
+    fn calls_follow_the_definition_with_their_number_of_arguments() {
+        let u = units(
+            "CREATE FUNCTION f(a int) RETURNS void LANGUAGE sql AS $$ UPDATE t SET x = 1 WHERE id = $1 $$;
+CREATE FUNCTION f(a int, b int) RETURNS void LANGUAGE sql AS $$ UPDATE u SET x = 1 WHERE id = $2 $$;
+CREATE FUNCTION g(a int) RETURNS void LANGUAGE sql AS $$ UPDATE t SET x = 2 $$;
+CREATE FUNCTION g(b int) RETURNS void LANGUAGE sql AS $$ UPDATE u SET x = 2 $$;
+SELECT f(1, 2);
+SELECT g(1);
+",
+        );
+        let script = &u[0];
+        let calls: Vec<&Transaction> = script
+            .transactions
+            .iter()
+            .filter(|t| t.steps.iter().any(|s| !s.facts.extra().calls.is_empty()))
+            .collect();
+        assert_eq!(calls.len(), 2);
+        let written: Vec<&str> = calls[0].steps[0]
+            .facts
+            .writes
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(written, ["u"]);
+        assert_eq!(calls[0].steps[0].facts.filters[0].value.text, "2");
+        // The later `g(int)` replaces the earlier, as the run reads migrations in order.
+        assert_eq!(calls[1].steps[0].facts.writes[0].name, "u");
+    }
+
+    #[test]
+    fn recursion_and_self_calls_stop() {
+        let u = units(
+            "CREATE FUNCTION r(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE t SET x = x + 1 WHERE id = n;
+    PERFORM s(n);
+END
+$$;
+CREATE FUNCTION s(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM r(n);
+END
+$$;
+SELECT r(1);
+",
+        );
+        let total: usize = u
+            .iter()
+            .flat_map(|u| &u.transactions)
+            .map(|t| t.steps.len())
+            .sum();
+        assert!(total < 20, "{total} steps");
+    }
+
+    const CAP: &str = "CREATE FUNCTION cap() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    n int;
+BEGIN
+    SELECT count(*) INTO n FROM members WHERE team_id = NEW.team_id;
+    IF n >= 10 THEN
+        RAISE EXCEPTION 'full';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE FUNCTION log() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO member_log (user_id) VALUES (NEW.user_id);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER cap BEFORE INSERT ON public.members FOR EACH ROW EXECUTE FUNCTION cap();
+CREATE TRIGGER log AFTER INSERT OR UPDATE ON members FOR EACH ROW EXECUTE PROCEDURE log();
+";
+
+    #[test]
+    fn triggers_run_before_and_after_the_row_with_new_as_its_values() {
+        let u = units(&format!(
+            "{CAP}BEGIN;\nINSERT INTO members (team_id, user_id) VALUES ($1, $2);\nDELETE FROM members WHERE team_id = 1;\nCOMMIT;\n"
+        ));
+        let tx = u[0]
+            .transactions
+            .iter()
+            .find(|t| t.scope == Scope::Explicit)
+            .expect("the transaction");
+        let tables: Vec<(StmtKind, &str)> = tx
+            .steps
+            .iter()
+            .map(|s| {
+                let t = s.facts.writes.first().or(s.facts.reads.first());
+                (s.facts.kind, t.map_or("", |t| t.name.as_str()))
+            })
+            .collect();
+        // The count before the insert, the log after it; the delete fires neither.
+        assert_eq!(
+            tables,
+            [
+                (StmtKind::Select, "members"),
+                (StmtKind::Insert, "members"),
+                (StmtKind::Insert, "member_log"),
+                (StmtKind::Delete, "members"),
+            ]
+        );
+        assert_eq!(tx.steps[0].facts.filters[0].value.text, "$1");
+        assert_eq!(tx.steps[2].facts.inserts[0].1.params, [2]);
+        assert_eq!(tx.steps[2].host().calls.as_slice(), [tx.steps[1].span]);
+        // The cap's `RAISE` is an exit between the count and the insert, taken on the count.
+        let exit = u[0]
+            .exits
+            .iter()
+            .find(|e| e.seq > tx.steps[0].seq && e.seq < tx.steps[1].seq)
+            .expect("the refusal");
+        assert_eq!(exit.kind, ExitKind::Return);
+        let arm = *exit.branch.last().expect("its arm");
+        assert!(
+            u[0].conditions
+                .iter()
+                .any(|c| c.branch == arm && c.from == [tx.steps[0].seq])
+        );
+    }
+}
