@@ -279,8 +279,22 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
     if wf.on_conflict || (same_tx && one_row_lock_before(w.txn, r.step).is_some()) {
         return None;
     }
-    let inserted: Vec<&str> = wf.inserts.iter().map(|(c, _)| c.as_str()).collect();
-    if wf.kind == StmtKind::Insert && cx.program.schema.unique_within(table, &inserted).is_some() {
+    // A unique key refuses the second insert only if both inserts give it the same values:
+    // columns that take the checked key, or a value computed from the read (`max + 1`). A
+    // count that caps a set (`count(*) .. WHERE team_id = $1`, then insert `(team_id,
+    // user_id)`) inserts another key each time, and the cap is exceeded.
+    let decided: Vec<&str> = wf
+        .inserts
+        .iter()
+        .filter(|(c, o)| {
+            rf.filters
+                .iter()
+                .any(|p| p.column == *c && value_key(&p.value, r.step) == value_key(o, w.step))
+                || flow.flows_from(o, r.step, wi)
+        })
+        .map(|(c, _)| c.as_str())
+        .collect();
+    if wf.kind == StmtKind::Insert && cx.program.schema.unique_within(table, &decided).is_some() {
         return None;
     }
     let line = cx.line(r.step.span);

@@ -233,3 +233,19 @@ fn every_fixture_witness_shows_its_race() {
     }
     assert!(shown.len() >= 20, "{shown:#?}");
 }
+
+/// A race whose read runs in a trigger's body is not written as a one-body script: the witness
+/// says so instead of showing a script that would not race.
+#[test]
+fn no_witness_through_a_trigger() {
+    let cwd = std::env::current_dir().unwrap();
+    let file = Path::new("fixtures/check-then-act/trigger_capacity.sql").to_path_buf();
+    let run = txlint::check_paths(&[file], &cwd, &Config::default());
+    let d = run
+        .diagnostics
+        .iter()
+        .find(|d| d.rule == "check-then-act")
+        .expect("the cap finding");
+    let why = txlint::witness::witness(&run, d).expect_err("no witness");
+    assert!(why.contains("runs through a call or a trigger"), "{why}");
+}
