@@ -216,7 +216,22 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     let mut suppressions = Vec::new();
     let mut unreadable = 0;
     let mut extracted = Vec::with_capacity(sql.len() + 1);
-    let from_sql = extract_sql_parallel(&program.files, &sql, config, &sqlc, &crate_dialects);
+    // Which routines the `.sql` files define, before any is parsed: statements keep only calls
+    // of these (see `model::routines`).
+    let routines: extract::Routines = std::sync::Arc::new(
+        parallel(sql.len(), |i| routine_names_in(&program.files[sql[i]]))
+            .into_iter()
+            .flatten()
+            .collect(),
+    );
+    let from_sql = extract_sql_parallel(
+        &program.files,
+        &sql,
+        config,
+        &sqlc,
+        &crate_dialects,
+        &routines,
+    );
     for (&id, (x, read)) in sql.iter().zip(from_sql) {
         let f = &mut program.files[id];
         if let Some((lines, len)) = read.lines {
@@ -230,7 +245,12 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         extracted.push(x);
     }
     if !rust.is_empty() {
-        extracted.push(extract::rust::extract(&mut program.files, &rust, config));
+        extracted.push(extract::rust::extract(
+            &mut program.files,
+            &rust,
+            config,
+            &routines,
+        ));
     }
     let embedded: Vec<usize> = extracted
         .iter()
@@ -359,12 +379,51 @@ struct Read {
 }
 
 /// `.sql` files are independent until the rules: read them on every core, results in file order.
+/// The routine names a `.sql` file may define. A file on disk is scanned in pieces that
+/// overlap by more than a name's length, never held whole (the pass that parses it reads it
+/// again, and reports what it cannot read).
+fn routine_names_in(f: &SourceFile) -> Vec<String> {
+    use std::io::Read as _;
+    const PIECE: usize = 64 * 1024;
+    const OVERLAP: usize = 1024;
+    if !f.unread {
+        return extract::sql::routine_names(f.text());
+    }
+    // Only what `read` would read: a FIFO or a device would block or never end.
+    let readable =
+        std::fs::metadata(&f.path).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_SIZE);
+    if !readable {
+        return Vec::new();
+    }
+    let Ok(mut file) = std::fs::File::open(&f.path) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut piece: Vec<u8> = Vec::with_capacity(PIECE + OVERLAP);
+    let mut buf = vec![0; PIECE];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        piece.extend_from_slice(&buf[..n]);
+        // A piece's last, cut-off name only adds a name.
+        names.extend(extract::sql::routine_names(&String::from_utf8_lossy(
+            &piece,
+        )));
+        let keep = piece.len().saturating_sub(OVERLAP);
+        piece.drain(..keep);
+    }
+    names
+}
+
 fn extract_sql_parallel(
     files: &[SourceFile],
     ids: &[usize],
     config: &Config,
     sqlc: &[PathBuf],
     crate_dialects: &[Option<source::Dialect>],
+    routines: &extract::Routines,
 ) -> Vec<(extract::Extracted, Read)> {
     let one = |id: usize, crate_dialect: Option<source::Dialect>| {
         let f = &files[id];
@@ -401,7 +460,7 @@ fn extract_sql_parallel(
             read.lines = Some((source::LineIndex::new(text), text.len()));
         }
         (
-            extract::sql::extract(id, text, dialect, settings, runner),
+            extract::sql::extract(id, text, dialect, settings, runner, routines.clone()),
             read,
         )
     };

@@ -58,15 +58,21 @@ pub struct Front {
     pub dialect: Dialect,
     pub parsers: Parsers,
     pub out: Extracted,
+    /// Names of the routines the run's `.sql` files may define: only calls of these are kept.
+    pub routines: Routines,
 }
 
+/// Routine names (unqualified, lower case unless quoted) the run's `.sql` files define.
+pub type Routines = std::sync::Arc<std::collections::HashSet<String>>;
+
 impl Front {
-    pub fn new(file: FileId, dialect: Dialect) -> Self {
+    pub fn new(file: FileId, dialect: Dialect, routines: Routines) -> Self {
         Front {
             file,
             dialect,
             parsers: Parsers::default(),
             out: Extracted::default(),
+            routines,
         }
     }
 
@@ -85,6 +91,7 @@ impl Front {
             file: self.file,
             dialect: self.dialect,
             parser: self.parsers.get(self.dialect),
+            routines: &self.routines,
         };
         let (mut facts, failure) = reader.read(stmt);
         if !assigns.is_empty() {

@@ -22,8 +22,9 @@ pub fn extract(
     dialect: Dialect,
     settings: FileSettings,
     runner: Option<Detected>,
+    routines: super::Routines,
 ) -> Extracted {
-    let mut x = Front::new(file, dialect);
+    let mut x = Front::new(file, dialect, routines);
     // A UTF-8 byte-order mark is three bytes of nothing: spaces keep every offset.
     let unmarked;
     let text = match text.strip_prefix('\u{feff}') {
@@ -92,6 +93,63 @@ pub fn extract(
     }];
     x.out.units.insert(0, unit);
     x.out
+}
+
+/// Names of the routines `text` may define: each word after `CREATE [OR REPLACE] FUNCTION` or
+/// `PROCEDURE` (its last dotted part; lower case unless quoted). A byte scan, run over every
+/// `.sql` file before any is parsed, so that parsing keeps only calls of these; a match in a
+/// comment or a string only adds a name.
+pub fn routine_names(text: &str) -> Vec<String> {
+    static WORDS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    let words = WORDS.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["function", "procedure"])
+            .expect("fixed patterns build")
+    });
+    let b = text.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
+    let mut out = Vec::new();
+    for m in words.find_iter(text) {
+        let (start, end) = (m.start(), m.end());
+        if (start > 0 && ident(b[start - 1])) || b.get(end).is_some_and(|&c| ident(c)) {
+            continue;
+        }
+        // The word before: `create` or `replace`.
+        let before = text[..start].trim_end();
+        let prev = before
+            .rsplit(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or("");
+        if !(prev.eq_ignore_ascii_case("create") || prev.eq_ignore_ascii_case("replace")) {
+            continue;
+        }
+        // The name: dotted parts, each a word or a quoted identifier; the last one counts.
+        let mut rest = text[end..].trim_start();
+        let mut name = None;
+        loop {
+            let part = if let Some(q) = rest.strip_prefix('"') {
+                let Some(close) = q.find('"') else { break };
+                rest = &q[close + 1..];
+                q[..close].to_string()
+            } else {
+                let len = rest.bytes().take_while(|&c| ident(c)).count();
+                if len == 0 {
+                    break;
+                }
+                let w = rest[..len].to_ascii_lowercase();
+                rest = &rest[len..];
+                w
+            };
+            name = Some(part);
+            match rest.strip_prefix('.') {
+                Some(r) => rest = r,
+                None => break,
+            }
+        }
+        out.extend(name);
+    }
+    out
 }
 
 /// The file's statements grouped into transactions as `mode` runs them.
@@ -540,7 +598,20 @@ mod tests {
             dialect: config.dialect,
             mode: config.sql.mode,
         };
-        extract(0, text, Dialect::Postgres, settings, None).units
+        extract(0, text, Dialect::Postgres, settings, None, names(text)).units
+    }
+
+    fn names(text: &str) -> super::super::Routines {
+        std::sync::Arc::new(routine_names(text).into_iter().collect())
+    }
+
+    #[test]
+    fn routine_names_are_read_from_bytes() {
+        let text = "create or replace FUNCTION public.Debit(a int) ..;\n\
+                    CREATE PROCEDURE \"Pay Out\"();\n\
+                    -- CREATE FUNCTION in_a_comment()\n\
+                    DROP FUNCTION gone(); SELECT my_function(1); CREATE FUNCTIONS x;";
+        assert_eq!(routine_names(text), ["debit", "Pay Out", "in_a_comment"]);
     }
 
     fn shape(u: &Unit) -> Vec<(Scope, Isolation, usize)> {

@@ -83,6 +83,9 @@ pub struct Extra {
     /// Functions and procedures it calls, other than aggregates and lock functions (see
     /// [`crate::model::routines`]).
     pub calls: List<RoutineCall>,
+    /// A decision read's whole `WHERE` when `filters` are not all of it (see
+    /// [`Facts::other_conditions`]).
+    pub condition: Option<Box<Operand>>,
 }
 
 /// `f(a, $1)` or `CALL p(..)` in a statement: if the run defines `f`, its statements run here.
@@ -106,6 +109,7 @@ static NO_EXTRA: Extra = Extra {
     assigns: List::new(),
     uses: List::new(),
     calls: List::new(),
+    condition: None,
 };
 
 /// An expression's ingredients.

@@ -23,6 +23,7 @@
 //! call sites ([`Host::calls`]), so a finding shows both, and repeats from several callers
 //! merge into one.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::*;
@@ -37,10 +38,11 @@ pub const MAX_COPIED: usize = 1_000;
 type Index = HashMap<(String, usize), usize>;
 
 /// A routine that calls can be followed into: its parameters and its body, calls expanded.
-struct Callee {
+struct Callee<'a> {
     name: String,
     params: Vec<Name>,
-    body: Vec<Step>,
+    /// The routine's own statements borrowed, those of the routines it runs copied.
+    body: Vec<Cow<'a, Step>>,
     /// For each statement of `body`, its position in the routine (for a statement copied from
     /// a call, the call's).
     orig: Vec<usize>,
@@ -64,7 +66,7 @@ struct Expander<'a> {
     units: &'a [Unit],
     index: Index,
     triggers: Vec<&'a Trigger>,
-    callees: HashMap<usize, Callee>,
+    callees: HashMap<usize, Callee<'a>>,
 }
 
 /// Copy the statements of called routines, and of triggers on the tables written, into every
@@ -159,13 +161,13 @@ impl Expander<'_> {
             }
             let around = self.around(step, stack, false);
             orig.extend(std::iter::repeat_n(step.seq, around.before.len()));
-            body.extend(around.before);
+            body.extend(around.before.into_iter().map(Cow::Owned));
             if acts(step) {
                 orig.push(step.seq);
-                body.push(step.clone());
+                body.push(Cow::Borrowed(step));
             }
             orig.extend(std::iter::repeat_n(step.seq, around.after.len()));
-            body.extend(around.after);
+            body.extend(around.after.into_iter().map(Cow::Owned));
             if body.len() > MAX_COPIED {
                 body.truncate(MAX_COPIED);
                 orig.truncate(MAX_COPIED);
@@ -517,18 +519,18 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>) {
         })
         .collect();
     added.sort_unstable();
+    // Positions added at the planned statements before each one (prefix sums).
+    let mut sums = Vec::with_capacity(added.len() + 1);
+    sums.push(0);
+    for &(_, before, after) in &added {
+        sums.push(sums.last().copied().unwrap_or(0) + before + after);
+    }
     // Where an original position moves: after everything added at earlier statements, and
     // after what its own statement gets before it.
     let map = |seq: usize| -> usize {
-        let mut shift = 0;
-        for &(at, before, after) in &added {
-            if at < seq {
-                shift += before + after;
-            } else if at == seq {
-                shift += before;
-            }
-        }
-        seq + shift
+        let k = added.partition_point(|&(at, ..)| at < seq);
+        let own = added.get(k).filter(|a| a.0 == seq).map_or(0, |a| a.1);
+        seq + sums[k] + own
     };
     for exit in &mut unit.exits {
         exit.seq = map(exit.seq);

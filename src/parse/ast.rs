@@ -45,6 +45,9 @@ pub struct Structure {
     /// Calls of functions that are not built-in aggregates (`f(a, $1)`, `CALL p(..)`), with
     /// their positional arguments: a routine the run defines runs its statements here.
     pub calls: Vec<(String, Vec<Operand>)>,
+    /// A decision read's whole `WHERE`, when it has more than `col = value` conjuncts (`id = $1
+    /// OR token = $2`): what it depends on, for the keys of the locks that should cover it.
+    pub condition: Option<Operand>,
 }
 
 const AGGREGATES: &[&str] = &[
@@ -145,12 +148,16 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
     }
 }
 
-pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
+pub fn structure(
+    stmt: &Statement,
+    at: &dyn Locate,
+    routines: &std::collections::HashSet<String>,
+) -> Structure {
     let mut s = Structure {
         ddl: ddl(stmt),
         ..Structure::default()
     };
-    s.calls = calls(stmt);
+    s.calls = calls(stmt, routines);
     let mut positional = 0;
     match stmt {
         Statement::Query(q) => {
@@ -211,6 +218,9 @@ pub fn structure(stmt: &Statement, at: &dyn Locate) -> Structure {
                 }
                 if let Some(w) = &select.selection {
                     s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+                    if s.other_conditions && !s.aggregates.is_empty() {
+                        s.condition = Some(operand(w, &mut 0));
+                    }
                 }
             }
         }
@@ -426,8 +436,12 @@ fn conjunct(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
 /// Most calls a statement is read for (a statement is rarely more than a few).
 const MAX_CALLS: usize = 8;
 
-/// The function calls of `stmt` with positional arguments only, unqualified names lower case.
-fn calls(stmt: &Statement) -> Vec<(String, Vec<Operand>)> {
+/// The calls in `stmt` of functions named in `routines`, with positional arguments only;
+/// unqualified names, lower case.
+fn calls(
+    stmt: &Statement,
+    routines: &std::collections::HashSet<String>,
+) -> Vec<(String, Vec<Operand>)> {
     let mut out = Vec::new();
     let mut positional = 0;
     let mut call = |f: &sqlparser::ast::Function, out: &mut Vec<(String, Vec<Operand>)>| {
@@ -436,6 +450,9 @@ fn calls(stmt: &Statement) -> Vec<(String, Vec<Operand>)> {
         let FunctionArguments::List(list) = &f.args else {
             return;
         };
+        if !routines.contains(&name) {
+            return;
+        }
         let mut args = Vec::new();
         for a in &list.args {
             match a {

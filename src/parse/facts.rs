@@ -32,6 +32,8 @@ pub struct Reader<'a> {
     pub file: FileId,
     pub dialect: Dialect,
     pub parser: &'a dyn sqlparser::dialect::Dialect,
+    /// Calls of other functions are not kept (see [`crate::model::routines`]).
+    pub routines: &'a std::collections::HashSet<String>,
 }
 
 struct Cursor<'a> {
@@ -768,7 +770,7 @@ impl Reader<'_> {
             base: stmt.range.start,
             prefix: stmt.prefix,
         };
-        let mut s = super::ast::structure(first, &locate);
+        let mut s = super::ast::structure(first, &locate, self.routines);
         let psql: Vec<String> = stmt
             .tokens
             .iter()
@@ -811,6 +813,10 @@ impl Reader<'_> {
             e.ddl = s.ddl.map(Box::new);
             e.claim = s.claim.into_iter().map(Name::from).collect();
             e.absent = s.absent.into_iter().map(Name::from).collect();
+            e.condition = s.condition.map(|mut o| {
+                rename(&mut o);
+                Box::new(o)
+            });
         }
         for (_, o) in &mut f.inserts {
             rename(o);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, Flow, advisory_before, is_var, one_row_lock_before, value_key};
+use crate::model::flow::{At, Flow, is_var, one_row_lock_before, value_key};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -260,8 +260,16 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
         return None;
     }
     let same_tx = r.tx == w.tx;
-    // Protections: a lock on the guard rows, an advisory lock first (READ COMMITTED),
-    // SERIALIZABLE, a statement that handles the duplicate, a unique key that refuses it.
+    // An advisory lock taken first whose key does not pin what the read checks.
+    let mut uncovered = None;
+    if same_tx && w.txn.isolation == Isolation::ReadCommitted {
+        match advisory_locks_before(w.txn, r.step.seq).find(|(l, s)| covers(l, s, r.step)) {
+            Some(_) => return None,
+            None => uncovered = advisory_locks_before(w.txn, r.step.seq).next(),
+        }
+    }
+    // Protections: a lock on the guard rows, SERIALIZABLE, a statement that handles the
+    // duplicate, a unique key that refuses it.
     if same_tx
         && (w
             .txn
@@ -269,9 +277,7 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
             .iter()
             .any(|g| g.seq < r.step.seq && guards(g, r.step))
             || !rf.row_locks.is_empty()
-            || w.txn.isolation == Isolation::Serializable
-            || (w.txn.isolation == Isolation::ReadCommitted
-                && advisory_before(w.txn, r.step.seq).is_some()))
+            || w.txn.isolation == Isolation::Serializable)
     {
         return None;
     }
@@ -313,9 +319,18 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
             " (no schema for `{table}` was found: a unique constraint on the inserted key would settle it)"
         );
     }
+    if let Some((lock, _)) = uncovered {
+        message += &format!(
+            " (the advisory lock on `{}` does not pin the rows it checks: two runs with different keys both pass)",
+            lock.key
+        );
+    }
+    let mut d = Diagnostic::new(&RULE, wf.writes[0].span, message);
+    if let Some((lock, _)) = uncovered {
+        d = d.label(lock.span, "locks a key the check is not confined to");
+    }
     Some(
-        Diagnostic::new(&RULE, wf.writes[0].span, message)
-            .note("acts on the decision")
+        d.note("acts on the decision")
             .in_step(w.step)
             .label(r.step.span, "decided here")
             .help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
@@ -459,4 +474,75 @@ fn about(r: &Step, w: &Step, table: &str) -> bool {
         }
         _ => same_key(),
     }
+}
+
+/// The transaction-scoped advisory locks `tx` takes before `seq`, with their statements.
+fn advisory_locks_before(
+    tx: &Transaction,
+    seq: usize,
+) -> impl Iterator<Item = (&AdvisoryCall, &Step)> {
+    tx.steps
+        .iter()
+        .filter(move |s| s.seq < seq)
+        .flat_map(|s| s.facts.extra().advisory.iter().map(move |a| (a, s)))
+        .filter(|(a, _)| a.takes_xact_lock())
+}
+
+/// An advisory lock serialises a check when two runs whose checks can see each other's rows
+/// take the same key: a constant key (one lock for every run), or a key made only of values
+/// the read's `WHERE` pins by equality (`pg_advisory_xact_lock(hashtext($1))` before `WHERE
+/// email = $1`). A key on `id` does not cover `WHERE id = $1 OR token = $2`: two runs with
+/// different ids and one token both pass. A key made of values the read does not use at all
+/// is about something txlint cannot see, and is taken to cover it (nothing is guessed).
+fn covers(lock: &AdvisoryCall, lock_step: &Step, read: &Step) -> bool {
+    let key = text_inputs(&lock.key, lock_step);
+    if key.is_empty() {
+        return true;
+    }
+    let pinned: Vec<String> = read
+        .facts
+        .filters
+        .iter()
+        .flat_map(|p| operand_inputs(&p.value, read))
+        .collect();
+    if key.iter().all(|k| pinned.contains(k)) {
+        return true;
+    }
+    let mut used = pinned;
+    if let Some(c) = &read.facts.extra().condition {
+        used.extend(operand_inputs(c, read));
+    }
+    !key.iter().any(|k| used.contains(k))
+}
+
+/// What makes a value differ between runs, comparable across statements: each `$n` as the host
+/// value bound to it, each variable by name.
+fn operand_inputs(o: &Operand, step: &Step) -> Vec<String> {
+    let params = o.params.iter().map(|&p| param_input(p, step));
+    let vars = o
+        .idents
+        .iter()
+        .filter(|i| is_var(i, step))
+        .map(|i| i.to_ascii_lowercase().to_string());
+    params.chain(vars).collect()
+}
+
+fn param_input(p: usize, step: &Step) -> String {
+    match step.host().inputs.iter().find(|i| i.param == p) {
+        Some(i) => format!("host:{}", i.text),
+        None => format!("${p}"),
+    }
+}
+
+/// [`operand_inputs`] of an expression's text (an advisory lock's key arguments).
+fn text_inputs(text: &str, step: &Step) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.')) {
+        if let Some(n) = w.strip_prefix('$').and_then(|n| n.parse().ok()) {
+            out.push(param_input(n, step));
+        } else if !w.is_empty() && is_var(w, step) {
+            out.push(w.to_ascii_lowercase());
+        }
+    }
+    out
 }

@@ -927,3 +927,47 @@ fn check_then_act_trigger_fix_advisory_lock() {
         "1"
     );
 }
+
+/// An advisory lock on one key does not serialise a check that other keys also match: two
+/// sessions lock different ids, both find no invite with the token, and both insert it.
+const INVITES: &str = "CREATE TABLE invites (id int PRIMARY KEY, token text NOT NULL)";
+
+#[test]
+fn check_then_act_advisory_lock_on_another_key_races() {
+    let db = db(INVITES);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run("SELECT pg_advisory_xact_lock(1)");
+    b.run("SELECT pg_advisory_xact_lock(2)");
+    let check = |id: i32| format!("SELECT count(*) FROM invites WHERE id = {id} OR token = 'x'");
+    assert_eq!(a.run(&check(1)), "0");
+    assert_eq!(b.run(&check(2)), "0");
+    a.run("INSERT INTO invites VALUES (1, 'x')");
+    b.run("INSERT INTO invites VALUES (2, 'x')");
+    a.run("COMMIT");
+    b.run("COMMIT");
+    assert_eq!(
+        db.query("SELECT count(*) FROM invites WHERE token = 'x'"),
+        "2"
+    );
+}
+
+/// Fix: the key is the checked value: the second session waits for the first to commit, and
+/// its count then sees the first one's row.
+#[test]
+fn check_then_act_advisory_lock_on_the_checked_key() {
+    let db = db(INVITES);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    a.run("SELECT pg_advisory_xact_lock(hashtext('x'))");
+    b.send("SELECT pg_advisory_xact_lock(hashtext('x'))");
+    db.until_blocked(&b);
+    assert_eq!(a.run("SELECT count(*) FROM invites WHERE token = 'x'"), "0");
+    a.run("INSERT INTO invites VALUES (1, 'x')");
+    a.run("COMMIT");
+    b.wait();
+    assert_eq!(b.run("SELECT count(*) FROM invites WHERE token = 'x'"), "1");
+    b.run("COMMIT");
+}

@@ -121,7 +121,12 @@ const MACROS: &[(&str, usize, bool)] = &[
 /// pre-scan says it can matter, and forgotten again (text and syntax tree) once its batch is
 /// walked unless a statement, a unit or a suppression comment points into it: memory holds
 /// the largest workspace's syntax trees, not the whole tree's.
-pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> Extracted {
+pub fn extract(
+    files: &mut Vec<SourceFile>,
+    ids: &[FileId],
+    config: &Config,
+    routines: &crate::extract::Routines,
+) -> Extracted {
     let batches = batches(files, ids);
     let extra = Extra::new(files, batches.len());
     // Each batch's files move to the thread that reads them, and back.
@@ -143,7 +148,7 @@ pub fn extract(files: &mut Vec<SourceFile>, ids: &[FileId], config: &Config) -> 
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
             .unwrap_or_default();
-        let result = batch(b, own, config, &extra);
+        let result = batch(b, own, config, &extra, routines);
         extra.done(b);
         result
     });
@@ -163,8 +168,9 @@ fn batch(
     mut own: Vec<(FileId, SourceFile)>,
     config: &Config,
     extra: &Extra,
+    routines: &crate::extract::Routines,
 ) -> (Extracted, Vec<(FileId, SourceFile)>) {
-    let mut front = Front::new(0, config.dialect.unwrap_or_default());
+    let mut front = Front::new(0, config.dialect.unwrap_or_default(), routines.clone());
     let mut crates = dialects::Crates::default();
     let mut parsed = Vec::new();
     let mut late = HashSet::new();
