@@ -151,13 +151,15 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
 pub fn structure(
     stmt: &Statement,
     at: &dyn Locate,
-    routines: &std::collections::HashSet<String>,
+    routines: Option<&std::collections::HashSet<String>>,
 ) -> Structure {
     let mut s = Structure {
         ddl: ddl(stmt),
         ..Structure::default()
     };
-    s.calls = calls(stmt, routines);
+    if let Some(routines) = routines {
+        s.calls = calls(stmt, routines);
+    }
     let mut positional = 0;
     match stmt {
         Statement::Query(q) => {

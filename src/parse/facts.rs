@@ -770,7 +770,18 @@ impl Reader<'_> {
             base: stmt.range.start,
             prefix: stmt.prefix,
         };
-        let mut s = super::ast::structure(first, &locate, self.routines);
+        // The AST is walked for calls only if a word before `(` names a routine of the run.
+        let name = |t: &Token| match t.kind {
+            Kind::Word => Some(t.text(self.src).to_ascii_lowercase()),
+            Kind::QuotedIdent => Some(t.text(self.src).trim_matches('"').to_string()),
+            _ => None,
+        };
+        let calls = !self.routines.is_empty()
+            && stmt.tokens.windows(2).any(|w| {
+                w[1].is_punct(self.src, "(")
+                    && name(&w[0]).is_some_and(|n| self.routines.contains(&n))
+            });
+        let mut s = super::ast::structure(first, &locate, calls.then_some(self.routines));
         let psql: Vec<String> = stmt
             .tokens
             .iter()
