@@ -22,16 +22,38 @@ impl SourceCode for Source<'_> {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self.0.text().read_span(span, before, after)?;
+        // miette finds the context by scanning the text from its start, which made a report of
+        // many findings in one large file quadratic: it scans only the lines around the span
+        // (with a line to spare on each side; line breaks are counted alike), and the result is
+        // moved back into the whole text.
+        let text = self.0.text();
+        let lines = &self.0.lines;
+        let end = span.offset() + span.len();
+        let first = lines
+            .line_of(span.offset())
+            .saturating_sub(before + 1)
+            .max(1);
+        let last = lines.line_of(end) + after + 2;
+        let from = lines.line_start(first).unwrap_or(0);
+        let to = lines.line_start(last).unwrap_or(text.len());
+        let (window, from, skipped) = match text.get(from..to) {
+            Some(window) if from <= span.offset() && end <= to => (window, from, first - 1),
+            _ => (text, 0, 0),
+        };
+        let local = SourceSpan::new((span.offset() - from).into(), span.len());
+        let inner = window.read_span(&local, before, after)?;
+        let at = SourceSpan::new((inner.span().offset() + from).into(), inner.span().len());
         // miette counts columns in bytes; txlint reports code points everywhere.
-        let column = self.0.line_col(inner.span().offset()).column - 1;
+        let column = self.0.line_col(at.offset()).column - 1;
         Ok(Box::new(MietteSpanContents::new_named(
             self.0.display.clone(),
             inner.data(),
-            *inner.span(),
-            inner.line(),
+            at,
+            inner.line() + skipped,
             column,
-            inner.line_count(),
+            // miette's own count runs from the start of the text (it merges the snippets of
+            // two labels on it); kept so, the report is the same.
+            inner.line_count() + skipped,
         )))
     }
 }
@@ -219,5 +241,47 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
         format!("1 {word}")
     } else {
         format!("{n} {word}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reading only the lines around a span gives what miette's scan of the whole text gives.
+    #[test]
+    fn context_read_from_the_lines_around_a_span_is_the_whole_texts() {
+        let mut text = String::new();
+        for i in 0..60 {
+            let end = ["\n", "\r\n", "\r"][i % 3];
+            text.push_str(&format!("line {i} é{end}"));
+            if i % 7 == 0 {
+                text.push_str(end);
+            }
+        }
+        text.push_str("last line without a break");
+        let file = SourceFile::new("t.sql".into(), "t.sql".into(), text.clone());
+        let source = Source(&file);
+        let spans = (0..text.len())
+            .step_by(5)
+            .filter(|&o| text.is_char_boundary(o))
+            .flat_map(|o| [(o, 0), (o, 1), (o, 40), (o, 400)])
+            .filter(|&(o, l)| o + l <= text.len() && text.is_char_boundary(o + l));
+        for (offset, len) in spans {
+            for context in [0, 1, 2, 5] {
+                let span = SourceSpan::new(offset.into(), len);
+                let whole = text
+                    .read_span(&span, context, context)
+                    .expect("in the text");
+                let ours = source
+                    .read_span(&span, context, context)
+                    .expect("in the text");
+                let at = (offset, len, context);
+                assert_eq!(ours.data(), whole.data(), "{at:?}");
+                assert_eq!(ours.span(), whole.span(), "{at:?}");
+                assert_eq!(ours.line(), whole.line(), "{at:?}");
+                assert_eq!(ours.line_count(), whole.line_count(), "{at:?}");
+            }
+        }
     }
 }
