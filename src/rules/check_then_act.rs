@@ -44,8 +44,13 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
         }
         // The reads each branch arm is taken on.
         let mut arms: HashMap<usize, Vec<usize>> = HashMap::new();
+        // And the other way: the arms taken on each read.
+        let mut taken = Taken::new();
         for c in unit.conditions.iter().filter(|c| !c.failed) {
             arms.entry(c.branch).or_default().extend(&c.from);
+            for &seq in &c.from {
+                taken.entry(seq).or_default().push(c.branch);
+            }
         }
         let mut limited = false;
         for j in 0..flow.steps.len() {
@@ -93,7 +98,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             }
             let found = candidates
                 .iter()
-                .find_map(|&i| finding(cx, unit, &flow, i, j));
+                .find_map(|&i| finding(cx, unit, &flow, &taken, i, j));
             out.extend(found);
         }
         if limited {
@@ -236,7 +241,14 @@ fn what(r: &Step) -> String {
     }
 }
 
-fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Option<Diagnostic> {
+fn finding(
+    cx: &Context,
+    unit: &Unit,
+    flow: &Flow,
+    taken: &Taken,
+    ri: usize,
+    wi: usize,
+) -> Option<Diagnostic> {
     let (r, w) = (&flow.steps[ri], &flow.steps[wi]);
     let rf = &r.step.facts;
     let wf = &w.step.facts;
@@ -244,14 +256,14 @@ fn finding(cx: &Context, unit: &Unit, flow: &Flow, ri: usize, wi: usize) -> Opti
     if is_hole(table) || unit.exclusive(&r.step.branch, &w.step.branch) {
         return None;
     }
-    let how = depends(unit, flow, r.step, wi, table)?;
+    let how = depends(unit, flow, taken, r.step, wi, table)?;
     // A row's presence decides only get-or-create: an insert of the very key the read looked
     // up, in an arm taken on the read, into a table the run declares (a unique key declared
     // elsewhere would settle it).
     if rf.extra().aggregates.is_empty()
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
-            || !taken_on(unit, r.step, &w.step.branch)
+            || !taken_on(taken, r.step, &w.step.branch)
             || !cx.program.schema.declares(table))
     {
         return None;
@@ -383,17 +395,27 @@ fn inserts_checked_key(r: &Step, w: &Step, table: &str) -> bool {
         })
 }
 
+/// The branch arms taken on a condition on each read's value, by the read's sequence number.
+type Taken = HashMap<usize, Vec<usize>>;
+
 /// Code in these branch arms (a step's or an exit's) runs only on a condition on the read's
 /// value.
-fn taken_on(unit: &Unit, r: &Step, branch: &[usize]) -> bool {
-    unit.conditions
-        .iter()
-        .any(|c| !c.failed && branch.contains(&c.branch) && c.from.contains(&r.seq))
+fn taken_on(taken: &Taken, r: &Step, branch: &[usize]) -> bool {
+    taken
+        .get(&r.seq)
+        .is_some_and(|arms| arms.iter().any(|a| branch.contains(a)))
 }
 
 /// How the write depends on the read, if it does. A decision is a branch on the value that
 /// was read, never on whether the call succeeded: a `?` decides nothing.
-fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option<&'static str> {
+fn depends(
+    unit: &Unit,
+    flow: &Flow,
+    taken: &Taken,
+    r: &Step,
+    wi: usize,
+    table: &str,
+) -> Option<&'static str> {
     let w = flow.steps[wi].step;
     let f = &w.facts;
     let operands = f
@@ -411,13 +433,13 @@ fn depends(unit: &Unit, flow: &Flow, r: &Step, wi: usize, table: &str) -> Option
     }
     // The write is in a branch taken on the read's value, or comes after an exit taken on it
     // (`if taken { return ... }`, `IF n >= cap THEN RAISE ...`) and is about what it checked.
-    if taken_on(unit, r, &w.branch) {
+    if taken_on(taken, r, &w.branch) {
         return Some("it runs under a condition on it");
     }
     if about(r, w, table)
         && unit
             .exits_between(r.seq, w.seq)
-            .any(|e| e.kind == ExitKind::Return && taken_on(unit, r, &e.branch))
+            .any(|e| e.kind == ExitKind::Return && taken_on(taken, r, &e.branch))
     {
         return Some("it runs only when an early return on it was not taken");
     }
