@@ -1,5 +1,6 @@
 //! `xact-lock-outside-transaction`: a transaction-scoped lock where the transaction ends with
-//! the statement, or released by `ROLLBACK TO SAVEPOINT` before the work it protects.
+//! the statement, or released by `ROLLBACK TO SAVEPOINT` or a procedure's `COMMIT` before the
+//! work it protects.
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
@@ -22,6 +23,9 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             } else if tx.scope != Scope::Unknown {
                 savepoints(tx, out);
             }
+        }
+        if matches!(unit.kind, UnitKind::Routine | UnitKind::DoBlock) {
+            body_commits(&unit.transactions, out);
         }
         if unit.kind == UnitKind::Script {
             for d in &mut out[first..] {
@@ -202,4 +206,43 @@ fn released_then_work(
         );
     }
     None
+}
+
+/// A procedure or `DO` block that ends its transaction (`COMMIT`, `ROLLBACK`) releases every
+/// transaction-scoped lock taken before: a write after it, before the lock is taken again, runs
+/// unguarded.
+fn body_commits(transactions: &[Transaction], out: &mut Vec<Diagnostic>) {
+    for (i, tx) in transactions.iter().enumerate() {
+        let Some(end) = tx.end() else { continue };
+        let held: Vec<(Span, String)> =
+            tx.steps.iter().flat_map(|s| s.facts.xact_locks()).collect();
+        let Some((lock_span, what)) = held.first() else {
+            continue;
+        };
+        let later = transactions[i + 1..].iter().flat_map(|t| &t.steps);
+        for step in later {
+            if step
+                .facts
+                .xact_locks()
+                .any(|(_, w)| held.iter().any(|(_, h)| *h == w))
+            {
+                break;
+            }
+            if !step.facts.modifies {
+                continue;
+            }
+            out.push(
+                Diagnostic::new(
+                    &RULE,
+                    end,
+                    format!("ending the transaction here releases {what}, so the writes after it in the body run without the lock"),
+                )
+                .note("ends the transaction and releases its locks")
+                .label(*lock_span, "lock taken here")
+                .label(step.span, "runs without the lock")
+                .help("take the lock again after the `COMMIT` or `ROLLBACK`, before the writes it guards, or end the transaction only after them"),
+            );
+            break;
+        }
+    }
 }
