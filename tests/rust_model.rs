@@ -700,3 +700,42 @@ fn f(conn: &mut PgConnection) {
         .collect();
     assert_eq!(read, [(true, "quote'table"), (true, "Mixed")]);
 }
+
+/// A file over 64 KB is cut into items and each is parsed only if it can matter: constants in
+/// a module and at the top, a `static` initialised with a struct literal, `use` lists, a
+/// `const fn` and inner attributes are read as in a small file, and an item syn cannot parse
+/// (a 2015-edition bare trait object) that cannot matter does not turn the file to the token
+/// fallback, where the executor would not be known.
+#[test]
+fn large_files_are_read_item_by_item() {
+    let code = r#"#![allow(dead_code)]
+use std::sync::{Arc, Mutex};
+const READ: &str = "SELECT n FROM counters WHERE id = $1";
+struct Queries { claim: &'static str }
+static QUERIES: Queries = Queries { claim: "x" };
+const fn answer() -> u32 { 42 }
+mod inner {
+    pub const CLAIM: &str = "UPDATE jobs SET state = 'running' WHERE id = $1";
+}
+async fn claim(pool: &PgPool) {
+    sqlx::query(inner::CLAIM).execute(pool).await;
+}
+async fn read(pool: &PgPool) {
+    sqlx::query(READ).fetch_one(pool).await;
+}
+"#;
+    let filler: String = (0..1500)
+        .map(|i| format!("pub struct Binding{i}(u32);\nimpl Binding{i} {{ pub fn get(&self) -> u32 {{ self.0 }} }}\n"))
+        .collect();
+    let old_syntax =
+        "fn validator(&self) -> Option<&std::rc::Rc<Fn(String) -> Result<(), String>>> { None }\n";
+    let large = format!("{code}{filler}{old_syntax}");
+    assert!(large.len() > 64 * 1024);
+    use Executor::*;
+    use Scope::*;
+    for src in [code.to_string(), large] {
+        let u = units(&src, "");
+        assert_eq!(shape(unit(&u, "claim")), vec![(Autocommit, Pool, 1)]);
+        assert_eq!(shape(unit(&u, "read")), vec![(Autocommit, Pool, 1)]);
+    }
+}

@@ -474,6 +474,110 @@ fn parse(
     // A large file is read item by item, each dropped at once unless it can matter: the
     // syntax tree of generated bindings never exists whole.
     let thin = p.text.len() > THIN_ABOVE;
+    if thin {
+        // Items cut from the token stream and given to syn one at a time; syn never sees (or
+        // copies) the whole stream. Where the cut is not understood, the whole file is read
+        // as below and fails or succeeds there.
+        if let Some(mut ast) = thin_items(&p, tokens, cfg) {
+            macros::expand(&mut ast);
+            p.ast = ast;
+            return Ok(p);
+        }
+        let tokens = p.text.parse::<TokenStream>().unwrap_or_default();
+        return read_whole(p, tokens, thin, cfg);
+    }
+    read_whole(p, tokens, thin, cfg)
+}
+
+/// The file's items from its tokens, each kept only if it can matter (see [`keep`]): items
+/// whose text does not pass the pre-scan and that are never kept for their kind are dropped
+/// before syn parses them. `None` where an item cannot be cut out or parsed.
+fn thin_items(
+    p: &Parsed,
+    tokens: TokenStream,
+    cfg: &crate::config::RustConfig,
+) -> Option<syn::File> {
+    use proc_macro2::Delimiter;
+    let mut trees: std::collections::VecDeque<TokenTree> = tokens.into_iter().collect();
+    // Inner attributes (`#![..]`) open the file.
+    let mut inner = TokenStream::new();
+    while let (Some(TokenTree::Punct(hash)), Some(TokenTree::Punct(bang))) =
+        (trees.front(), trees.get(1))
+        && hash.as_char() == '#'
+        && bang.as_char() == '!'
+    {
+        inner.extend(trees.drain(..trees.len().min(3)));
+    }
+    let attrs = syn::parse::Parser::parse2(syn::Attribute::parse_inner, inner).ok()?;
+    let mut items = Vec::new();
+    let mut chunk: Vec<TokenTree> = Vec::new();
+    // The item's first two words after its attributes and `pub`.
+    let mut head: Vec<String> = Vec::new();
+    for tree in trees {
+        let word = |i: usize| head.get(i).map(String::as_str);
+        let ends = match &tree {
+            TokenTree::Punct(q) => q.as_char() == ';',
+            // `const`/`static`/`use`/`type` items end at `;` (`static S: T = T { .. };`,
+            // `use a::{b, c};`); a `const fn` ends at its body.
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
+                !matches!(word(0), Some("const" | "static" | "use" | "type"))
+                    || matches!(word(1), Some("fn" | "unsafe" | "async" | "extern"))
+            }
+            _ => false,
+        };
+        if let TokenTree::Ident(i) = &tree
+            && head.len() < 2
+        {
+            let w = i.to_string();
+            if !(head.is_empty() && w == "pub") {
+                head.push(w);
+            }
+        }
+        chunk.push(tree);
+        if !ends {
+            continue;
+        }
+        let (first, last) = (chunk.first()?.span(), chunk.last()?.span());
+        let range = p.offset(first.start())..p.offset(last.end());
+        let matters = p
+            .text
+            .get(range)
+            .is_some_and(|t| prescan::may_matter(t, cfg));
+        // Kinds that `keep` drops whenever their text does not pass need not be parsed.
+        let word = |i: usize| head.get(i).map(String::as_str);
+        let droppable = matches!(
+            word(0),
+            Some("fn" | "struct" | "enum" | "union" | "trait" | "impl" | "unsafe" | "async")
+                | Some("macro_rules")
+        ) || (word(0) == Some("extern") && word(1).is_none());
+        let tokens: TokenStream = std::mem::take(&mut chunk).into_iter().collect();
+        head.clear();
+        if !matters && droppable {
+            continue;
+        }
+        let mut item: syn::Item = syn::parse2(tokens).ok()?;
+        if keep(p, &mut item, cfg) {
+            items.push(item);
+        }
+    }
+    if !chunk.is_empty() {
+        return None;
+    }
+    Some(syn::File {
+        shebang: None,
+        attrs,
+        items,
+    })
+}
+
+/// The whole file through syn (a large one's items kept only if they can matter).
+fn read_whole(
+    mut p: Parsed,
+    tokens: TokenStream,
+    thin: bool,
+    cfg: &crate::config::RustConfig,
+) -> Result<Parsed, Unparsed> {
+    let shift = p.shift;
     let read = |input: syn::parse::ParseStream| -> syn::Result<syn::File> {
         let attrs = input.call(syn::Attribute::parse_inner)?;
         let mut items = Vec::new();
