@@ -549,10 +549,13 @@ fn thin_items(
             word(0),
             Some("fn" | "struct" | "enum" | "union" | "trait" | "impl" | "unsafe" | "async")
                 | Some("macro_rules")
-        ) || (word(0) == Some("extern") && word(1).is_none());
+        );
+        // `extern "C" { .. }` declares foreign functions: no body sends anything or passes a
+        // handle on, whatever the names say (a binding crate's are `mysql_query`, ..).
+        let foreign = matches!((word(0), word(1)), (Some("extern"), None));
         let tokens: TokenStream = std::mem::take(&mut chunk).into_iter().collect();
         head.clear();
-        if !matters && droppable {
+        if foreign || (!matters && droppable) {
             continue;
         }
         let mut item: syn::Item = syn::parse2(tokens).ok()?;
@@ -620,6 +623,7 @@ fn keep(p: &Parsed, item: &mut syn::Item, cfg: &crate::config::RustConfig) -> bo
         |r: std::ops::Range<usize>| p.text.get(r).is_some_and(|t| prescan::may_matter(t, cfg));
     match item {
         syn::Item::Use(_) | syn::Item::Type(_) | syn::Item::ExternCrate(_) => true,
+        syn::Item::ForeignMod(_) => false,
         syn::Item::Const(c) => mentions_text(&c.ty) || matters(p.range(&*c)),
         syn::Item::Static(s) => mentions_text(&s.ty) || matters(p.range(&*s)),
         syn::Item::Mod(m) => match &mut m.content {
