@@ -132,16 +132,20 @@ pub fn value_key(o: &Operand, step: &Step) -> String {
         return o
             .params
             .iter()
-            .map(
-                |p| match step.host().inputs.iter().find(|i| i.param == *p) {
-                    Some(i) => format!("host:{}", i.text),
-                    None => format!("${p}"),
-                },
-            )
+            .map(|&p| param_key(p, step))
             .collect::<Vec<_>>()
             .join(",");
     }
     o.text.to_ascii_lowercase().to_string()
+}
+
+/// What the parameter `$p` of `step` is, comparable across statements: the host expression
+/// bound to it, or `$p` itself.
+pub fn param_key(p: usize, step: &Step) -> String {
+    match step.host().inputs.iter().find(|i| i.param == p) {
+        Some(i) => format!("host:{}", i.text),
+        None => format!("${p}"),
+    }
 }
 
 /// An identifier that names one of the step's variables (PL/pgSQL, psql `:v`), not a column.
@@ -185,17 +189,20 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
             .collect();
         let same_set =
             rf.reads.iter().all(|t| locked.contains(&t.name.as_str())) && keys(read) == keys(l);
-        let serialised =
-            tx.isolation == Isolation::ReadCommitted && advisory_before(tx, l.seq).is_some();
+        let serialised = tx.isolation == Isolation::ReadCommitted
+            && advisory_locks_before(tx, l.seq).next().is_some();
         l.seq < read.seq && !l.facts.modifies && !same_set && !serialised
     })
 }
 
-/// A transaction-scoped advisory lock taken in `tx` before `seq`.
-pub fn advisory_before(tx: &Transaction, seq: usize) -> Option<&AdvisoryCall> {
+/// The transaction-scoped advisory locks `tx` takes before `seq`, with their statements.
+pub fn advisory_locks_before(
+    tx: &Transaction,
+    seq: usize,
+) -> impl Iterator<Item = (&AdvisoryCall, &Step)> {
     tx.steps
         .iter()
-        .filter(|s| s.seq < seq)
-        .flat_map(|s| &s.facts.extra().advisory)
-        .find(|a| a.takes_xact_lock())
+        .filter(move |s| s.seq < seq)
+        .flat_map(|s| s.facts.extra().advisory.iter().map(move |a| (a, s)))
+        .filter(|(a, _)| a.takes_xact_lock())
 }

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, Flow, is_var, one_row_lock_before, value_key};
+use crate::model::flow::{
+    At, Flow, advisory_locks_before, is_var, one_row_lock_before, param_key, value_key,
+};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -275,10 +277,11 @@ fn finding(
     // An advisory lock taken first whose key does not pin what the read checks.
     let mut uncovered = None;
     if same_tx && w.txn.isolation == Isolation::ReadCommitted {
-        match advisory_locks_before(w.txn, r.step.seq).find(|(l, s)| covers(l, s, r.step)) {
-            Some(_) => return None,
-            None => uncovered = advisory_locks_before(w.txn, r.step.seq).next(),
+        let locks: Vec<_> = advisory_locks_before(w.txn, r.step.seq).collect();
+        if locks.iter().any(|(l, s)| covers(l, s, r.step)) {
+            return None;
         }
+        uncovered = locks.first().copied();
     }
     // Protections: a lock on the guard rows, SERIALIZABLE, a statement that handles the
     // duplicate, a unique key that refuses it.
@@ -498,18 +501,6 @@ fn about(r: &Step, w: &Step, table: &str) -> bool {
     }
 }
 
-/// The transaction-scoped advisory locks `tx` takes before `seq`, with their statements.
-fn advisory_locks_before(
-    tx: &Transaction,
-    seq: usize,
-) -> impl Iterator<Item = (&AdvisoryCall, &Step)> {
-    tx.steps
-        .iter()
-        .filter(move |s| s.seq < seq)
-        .flat_map(|s| s.facts.extra().advisory.iter().map(move |a| (a, s)))
-        .filter(|(a, _)| a.takes_xact_lock())
-}
-
 /// An advisory lock serialises a check when two runs whose checks can see each other's rows
 /// take the same key: a constant key (one lock for every run), or a key made only of values
 /// the read's `WHERE` pins by equality (`pg_advisory_xact_lock(hashtext($1))` before `WHERE
@@ -540,7 +531,7 @@ fn covers(lock: &AdvisoryCall, lock_step: &Step, read: &Step) -> bool {
 /// What makes a value differ between runs, comparable across statements: each `$n` as the host
 /// value bound to it, each variable by name.
 fn operand_inputs(o: &Operand, step: &Step) -> Vec<String> {
-    let params = o.params.iter().map(|&p| param_input(p, step));
+    let params = o.params.iter().map(|&p| param_key(p, step));
     let vars = o
         .idents
         .iter()
@@ -549,19 +540,12 @@ fn operand_inputs(o: &Operand, step: &Step) -> Vec<String> {
     params.chain(vars).collect()
 }
 
-fn param_input(p: usize, step: &Step) -> String {
-    match step.host().inputs.iter().find(|i| i.param == p) {
-        Some(i) => format!("host:{}", i.text),
-        None => format!("${p}"),
-    }
-}
-
 /// [`operand_inputs`] of an expression's text (an advisory lock's key arguments).
 fn text_inputs(text: &str, step: &Step) -> Vec<String> {
     let mut out = Vec::new();
     for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.')) {
         if let Some(n) = w.strip_prefix('$').and_then(|n| n.parse().ok()) {
-            out.push(param_input(n, step));
+            out.push(param_key(n, step));
         } else if !w.is_empty() && is_var(w, step) {
             out.push(w.to_ascii_lowercase());
         }

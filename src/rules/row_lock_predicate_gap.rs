@@ -4,7 +4,7 @@
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, advisory_before, value_key};
+use crate::model::flow::{At, advisory_locks_before, value_key};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -26,7 +26,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             if matches!(l.txn.scope, Scope::Autocommit | Scope::Unknown)
                 || l.txn.isolation == Isolation::Serializable
                 || (l.txn.isolation == Isolation::ReadCommitted
-                    && advisory_before(l.txn, l.step.seq).is_some())
+                    && advisory_locks_before(l.txn, l.step.seq).next().is_some())
                 || l.step.facts.modifies
             {
                 continue;

@@ -186,11 +186,7 @@ fn released_then_work(
             continue;
         }
         // Taking the same lock again before the work is the correct retry.
-        if step
-            .facts
-            .xact_locks()
-            .any(|(_, w)| released.iter().any(|(_, r)| *r == w))
-        {
+        if retakes(step, released) {
             return None;
         }
         return Some(
@@ -221,11 +217,7 @@ fn body_commits(transactions: &[Transaction], out: &mut Vec<Diagnostic>) {
         };
         let later = transactions[i + 1..].iter().flat_map(|t| &t.steps);
         for step in later {
-            if step
-                .facts
-                .xact_locks()
-                .any(|(_, w)| held.iter().any(|(_, h)| *h == w))
-            {
+            if retakes(step, &held) {
                 break;
             }
             if !step.facts.modifies {
@@ -245,4 +237,11 @@ fn body_commits(transactions: &[Transaction], out: &mut Vec<Diagnostic>) {
             break;
         }
     }
+}
+
+/// Whether `step` takes one of the released locks again.
+fn retakes(step: &Step, released: &[(Span, String)]) -> bool {
+    step.facts
+        .xact_locks()
+        .any(|(_, w)| released.iter().any(|(_, r)| *r == w))
 }

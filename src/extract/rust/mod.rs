@@ -513,15 +513,17 @@ fn thin_items(
     let mut chunk: Vec<TokenTree> = Vec::new();
     // The item's first two words after its attributes and `pub`.
     let mut head: Vec<String> = Vec::new();
+    fn word(head: &[String], i: usize) -> Option<&str> {
+        head.get(i).map(String::as_str)
+    }
     for tree in trees {
-        let word = |i: usize| head.get(i).map(String::as_str);
         let ends = match &tree {
             TokenTree::Punct(q) => q.as_char() == ';',
             // `const`/`static`/`use`/`type` items end at `;` (`static S: T = T { .. };`,
             // `use a::{b, c};`); a `const fn` ends at its body.
             TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
-                !matches!(word(0), Some("const" | "static" | "use" | "type"))
-                    || matches!(word(1), Some("fn" | "unsafe" | "async" | "extern"))
+                !matches!(word(&head, 0), Some("const" | "static" | "use" | "type"))
+                    || matches!(word(&head, 1), Some("fn" | "unsafe" | "async" | "extern"))
             }
             _ => false,
         };
@@ -544,20 +546,20 @@ fn thin_items(
             .get(range)
             .is_some_and(|t| prescan::may_matter(t, cfg));
         // Kinds that `keep` drops whenever their text does not pass need not be parsed.
-        let word = |i: usize| head.get(i).map(String::as_str);
         let droppable = matches!(
-            word(0),
+            word(&head, 0),
             Some("fn" | "struct" | "enum" | "union" | "trait" | "impl" | "unsafe" | "async")
                 | Some("macro_rules")
         );
         // `extern "C" { .. }` declares foreign functions: no body sends anything or passes a
         // handle on, whatever the names say (a binding crate's are `mysql_query`, ..).
-        let foreign = matches!((word(0), word(1)), (Some("extern"), None));
-        let tokens: TokenStream = std::mem::take(&mut chunk).into_iter().collect();
+        let foreign = matches!((word(&head, 0), word(&head, 1)), (Some("extern"), None));
         head.clear();
         if foreign || (!matters && droppable) {
+            chunk.clear();
             continue;
         }
+        let tokens: TokenStream = std::mem::take(&mut chunk).into_iter().collect();
         let mut item: syn::Item = syn::parse2(tokens).ok()?;
         if keep(p, &mut item, cfg) {
             items.push(item);
