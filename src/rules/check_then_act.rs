@@ -260,12 +260,14 @@ fn finding(
     }
     let how = depends(unit, flow, taken, r.step, wi, table)?;
     // A row's presence decides only get-or-create: an insert of the very key the read looked
-    // up, in an arm taken on the read, into a table the run declares (a unique key declared
+    // up, in an arm taken on the read or after an early return taken on it (`if let Some(t)
+    // = found { return .. }`), into a table the run declares (a unique key declared
     // elsewhere would settle it).
     if rf.extra().aggregates.is_empty()
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
-            || !taken_on(taken, r.step, &w.step.branch)
+            || !(taken_on(taken, r.step, &w.step.branch)
+                || returned_on(unit, taken, r.step, w.step))
             || !cx.program.schema.declares(table))
     {
         return None;
@@ -439,14 +441,16 @@ fn depends(
     if taken_on(taken, r, &w.branch) {
         return Some("it runs under a condition on it");
     }
-    if about(r, w, table)
-        && unit
-            .exits_between(r.seq, w.seq)
-            .any(|e| e.kind == ExitKind::Return && taken_on(taken, r, &e.branch))
-    {
+    if about(r, w, table) && returned_on(unit, taken, r, w) {
         return Some("it runs only when an early return on it was not taken");
     }
     None
+}
+
+/// Between the read and the write, a return in an arm taken on the read's value.
+fn returned_on(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -> bool {
+    unit.exits_between(r.seq, w.seq)
+        .any(|e| e.kind == ExitKind::Return && taken_on(taken, r, &e.branch))
 }
 
 /// An existence check followed by an `UPDATE`/`DELETE` whose `WHERE` repeats every condition the
