@@ -739,3 +739,67 @@ async fn read(pool: &PgPool) {
         assert_eq!(shape(unit(&u, "read")), vec![(Autocommit, Pool, 1)]);
     }
 }
+
+/// A sea-orm entity's model gives its table's primary key (`find_by_id`, an active model's
+/// key field), `unique` columns and `column_name` renames; `Entity::insert(am)` inserts the
+/// active model's columns (the fields set, then the key), and `OnConflict` is written as the
+/// `ON CONFLICT` clause it builds.
+#[test]
+fn seaorm_entity_keys_inserts_and_on_conflict() {
+    let src = r#"
+pub mod profiles {
+    #[derive(Clone, Debug, DeriveEntityModel)]
+    #[sea_orm(table_name = "user_profiles")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub user_id: i64,
+        #[sea_orm(unique, column_name = "handle_text")]
+        pub handle: String,
+        pub credit: i64,
+    }
+}
+async fn f(db: &DatabaseConnection, k: i64, h: String) -> Result<(), DbErr> {
+    let p = profiles::Entity::find_by_id(k).one(db).await?.unwrap();
+    let mut am: profiles::ActiveModel = p.into();
+    am.credit = Set(5);
+    am.update(db).await?;
+    let row = profiles::ActiveModel { user_id: Set(k), handle: Set(h.clone()), ..Default::default() };
+    profiles::Entity::insert(row)
+        .on_conflict(OnConflict::column(profiles::Column::UserId).update_columns([profiles::Column::Handle, profiles::Column::Credit]).to_owned())
+        .exec(db)
+        .await?;
+    let other = profiles::ActiveModel { user_id: Set(k), handle: Set(h), ..Default::default() };
+    profiles::Entity::insert(other)
+        .on_conflict(OnConflict::column(profiles::Column::Handle).do_nothing().to_owned())
+        .exec(db)
+        .await?;
+    Ok(())
+}
+"#;
+    let config = Config::parse("").expect("config");
+    let run = txlint::check_source("lib.rs", src, &config);
+    let s = steps(unit(&run.program.units, "f"));
+    let generated = &run.program.generated;
+    let texts: Vec<&str> = s
+        .iter()
+        .map(|(_, st)| generated[&st.span].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "SELECT * FROM user_profiles WHERE user_id = $1",
+            "UPDATE user_profiles SET credit = $1 WHERE user_id = $2",
+            "INSERT INTO user_profiles (handle_text, user_id) VALUES ($1, $2) ON CONFLICT (user_id) DO UPDATE SET handle_text = EXCLUDED.handle_text, credit = EXCLUDED.credit",
+            "INSERT INTO user_profiles (handle_text, user_id) VALUES ($1, $2) ON CONFLICT (handle_text) DO NOTHING",
+        ]
+    );
+    assert!(s[2].1.facts.on_conflict && s[3].1.facts.on_conflict);
+    let t = &run.program.schema.tables["user_profiles"];
+    assert_eq!(t.primary_key, Some(vec!["user_id".to_string()]));
+    assert_eq!(t.unique, [vec!["handle_text".to_string()]]);
+    assert_eq!(t.columns, ["user_id", "handle_text", "credit"]);
+    assert!(
+        !run.program.schema.declares("user_profiles"),
+        "an entity lists only the keys its generator saw"
+    );
+}

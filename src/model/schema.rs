@@ -59,9 +59,10 @@ impl Schema {
                 }
             }
         }
-        // `table!` is generated from the database (or written to match it): it tells the primary
-        // key, not the unique constraints, and the migrations win where they say more. It is
-        // not a `CREATE TABLE` (a witness cannot run it), so `declared` stays with the SQL.
+        // diesel's `table!` and sea-orm's entities are generated from the database (or written
+        // to match it): they tell the primary key (and sea-orm a column's `unique`), not every
+        // unique constraint, and the migrations win where they say more. They are not a
+        // `CREATE TABLE` (a witness cannot run them), so `declared` stays with the SQL.
         for ddl in declared {
             let t = schema.tables.entry(ddl.table.clone()).or_default();
             if t.columns.is_empty() {
@@ -69,6 +70,11 @@ impl Schema {
             }
             if t.primary_key.is_none() {
                 t.primary_key.clone_from(&ddl.primary_key);
+            }
+            for u in &ddl.unique {
+                if !t.unique.contains(u) {
+                    t.unique.push(u.clone());
+                }
             }
         }
         schema

@@ -259,7 +259,7 @@ impl<'a> Walker<'a, '_> {
         let owner = segments.len().checked_sub(2).map(|i| segments[i].as_str());
         if let Some(q) = self
             .diesel_statement(name, &args)
-            .or_else(|| self.seaorm_entity(&p.path, c.args.first()))
+            .or_else(|| self.seaorm_entity(&p.path, c.args.first(), &args))
         {
             return q;
         }

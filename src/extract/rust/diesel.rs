@@ -10,9 +10,9 @@ use super::*;
 #[derive(Clone, Debug)]
 pub(super) struct Query {
     pub(super) kind: Kind,
-    table: String,
+    pub(super) table: String,
     /// The table's name in the host (`accounts` of `accounts::table`).
-    table_at: Span,
+    pub(super) table_at: Span,
     /// `WHERE` conjuncts.
     pub(super) filters: Vec<Cond>,
     /// `SET` items (an `UPDATE`, or `ON CONFLICT .. DO UPDATE`).
@@ -25,6 +25,8 @@ pub(super) struct Query {
     pub(super) lock: Option<&'static str>,
     pub(super) wait: Option<&'static str>,
     on_conflict: Option<&'static str>,
+    /// The conflict target's columns (`ON CONFLICT (email)`), where the code names them.
+    conflict_target: Vec<Column>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,13 +67,8 @@ pub(super) struct Cond {
 }
 
 impl Cond {
-    /// `id = <value>`: a row by its key (`.find(k)`, `find_by_id(k)`, an active model's `id`),
-    /// written where `at` is.
-    pub(super) fn id_is(value: Part, at: Span) -> Self {
-        Cond::key_is("id", value, at)
-    }
-
-    /// `<key> = <value>`: a row by its primary key.
+    /// `<key> = <value>`: a row by its primary key (`.find(k)`, `find_by_id(k)`, an active
+    /// model's key), written where `at` is.
     pub(super) fn key_is(key: &str, value: Part, at: Span) -> Self {
         Cond {
             column: Column {
@@ -152,6 +149,7 @@ impl Query {
             lock: None,
             wait: None,
             on_conflict: None,
+            conflict_target: Vec::new(),
         }
     }
 
@@ -238,13 +236,20 @@ impl Query {
                     }
                     w.text(")");
                 }
-                match self.on_conflict {
-                    Some("DO UPDATE") => {
-                        w.text(" ON CONFLICT DO UPDATE SET ");
+                if let Some(what) = self.on_conflict {
+                    w.text(" ON CONFLICT ");
+                    for (i, c) in self.conflict_target.iter().enumerate() {
+                        w.text(if i == 0 { "(" } else { ", " });
+                        w.column(c);
+                    }
+                    if !self.conflict_target.is_empty() {
+                        w.text(") ");
+                    }
+                    w.text(what);
+                    if what == "DO UPDATE" {
+                        w.text(" SET ");
                         self.assignments(&mut w, &self.sets);
                     }
-                    Some(what) => w.text(&format!(" ON CONFLICT {what}")),
-                    None => {}
                 }
             }
         }
@@ -359,13 +364,9 @@ impl Walker<'_, '_> {
                 if let Some(e) = arg {
                     // `.find(k)` is by the primary key `table!` declares (`id` by default).
                     let value = Part::Param(self.bound(e));
-                    let declared = self.ix.diesel_tables.values().find(|d| d.table == q.table);
-                    let key = match declared.and_then(|d| d.primary_key.as_deref()) {
-                        Some([key]) => key.as_str(),
-                        _ => "id",
-                    };
+                    let key = self.ix.primary_key(&q.table).to_string();
                     q.filters
-                        .push(Cond::key_is(key, value, self.span(&m.method)));
+                        .push(Cond::key_is(&key, value, self.span(&m.method)));
                 }
             }
             "select" => {
@@ -408,7 +409,12 @@ impl Walker<'_, '_> {
                     q.sets.push((c, v));
                 }
             }
-            "one" | "all" | "exec" | "exec_with_returning" | "stream" => {
+            "one"
+            | "all"
+            | "exec"
+            | "exec_with_returning"
+            | "exec_without_returning"
+            | "stream" => {
                 return self.run_query(&q, m, args);
             }
             // An active model written back.
@@ -450,6 +456,17 @@ impl Walker<'_, '_> {
             "no_wait" => q.wait = Some("NOWAIT"),
             "on_conflict" | "on_conflict_do_nothing" => {
                 q.on_conflict = Some("DO NOTHING");
+                if let Some(e) = arg {
+                    // diesel names the target (`users::email`, a tuple); sea-orm's
+                    // `OnConflict::column(..)..` also says what a conflict updates.
+                    q.conflict_target = self.columns(e);
+                    let (target, sets) = self.seaorm_on_conflict(e);
+                    q.conflict_target.extend(target);
+                    if !sets.is_empty() {
+                        q.on_conflict = Some("DO UPDATE");
+                        q.sets = sets;
+                    }
+                }
             }
             "do_nothing" => q.on_conflict = Some("DO NOTHING"),
             "do_update" => q.on_conflict = Some("DO UPDATE"),
@@ -697,7 +714,7 @@ pub(super) fn insertable(s: &syn::ItemStruct) -> Option<Insertable> {
     for f in &s.fields {
         let field = f.ident.as_ref()?;
         let field_attrs = metas(&f.attrs);
-        if diesel_flag(&field_attrs, "skip_insertion") || diesel_flag(&field_attrs, "embed") {
+        if flag(&field_attrs, "diesel", "skip_insertion") || flag(&field_attrs, "diesel", "embed") {
             continue;
         }
         let column = diesel_name(&field_attrs, "column_name").unwrap_or_else(|| field.to_string());
@@ -708,7 +725,7 @@ pub(super) fn insertable(s: &syn::ItemStruct) -> Option<Insertable> {
 
 /// Each attribute's content but doc comments; a `cfg_attr(<predicate>, a, b)` gives `a` and
 /// `b` (txlint reads code under every feature).
-fn metas(attrs: &[syn::Attribute]) -> Vec<syn::Meta> {
+pub(super) fn metas(attrs: &[syn::Attribute]) -> Vec<syn::Meta> {
     let mut out = Vec::new();
     for a in attrs.iter().filter(|a| !a.path().is_ident("doc")) {
         match &a.meta {
@@ -773,12 +790,12 @@ pub(super) fn nested_value(metas: &[syn::Meta], attr: &str, key: &str) -> Option
     name.filter(|n| !n.is_empty())
 }
 
-/// `diesel(<flag>)` on a field.
-fn diesel_flag(metas: &[syn::Meta], flag: &str) -> bool {
+/// `<attr>(<flag>)` on a field (`diesel(skip_insertion)`, `sea_orm(primary_key)`).
+pub(super) fn flag(metas: &[syn::Meta], attr: &str, flag: &str) -> bool {
     let mut found = false;
     for m in metas {
         if let syn::Meta::List(l) = m
-            && l.path.is_ident("diesel")
+            && l.path.is_ident(attr)
         {
             let _ = l.parse_nested_meta(|m| {
                 found |= m.path.is_ident(flag);
@@ -803,7 +820,7 @@ impl Walker<'_, '_> {
     /// The SQL name of the table diesel code calls `rust` (`table!`'s `#[sql_name = ".."]`).
     fn diesel_sql_name(&self, rust: &str) -> String {
         self.ix
-            .diesel_tables
+            .tables
             .get(rust)
             .map_or_else(|| rust.to_string(), |d| d.table.clone())
     }

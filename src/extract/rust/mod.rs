@@ -257,7 +257,7 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
     // file need not stay in memory.
     units.retain(|(i, u)| !shared.inlined.contains(i) && !u.transactions.is_empty());
     front.out.units.extend(units.into_iter().map(|(_, u)| u));
-    let mut declared: Vec<_> = index.diesel_tables.values().cloned().collect();
+    let mut declared: Vec<_> = index.tables.values().cloned().collect();
     declared.sort_by(|a, b| a.table.cmp(&b.table));
     front.out.declared.extend(declared);
 }
@@ -701,10 +701,14 @@ struct Index<'a> {
     /// sea-orm entities whose table is not named after their module: the module (`user`, from
     /// `mod user` or `user.rs`) and its model's `#[sea_orm(table_name = "users")]`.
     entity_tables: HashMap<String, String>,
+    /// sea-orm model fields renamed by `#[sea_orm(column_name = "..")]`: (table, field) to
+    /// the column.
+    entity_columns: HashMap<(String, String), String>,
     /// diesel `#[derive(Insertable)]` structs with a `#[diesel(table_name = ..)]`, by name.
     insertables: HashMap<String, diesel::Insertable>,
-    /// Tables diesel's `table!` declares, by their Rust name.
-    diesel_tables: HashMap<String, TableDdl>,
+    /// Tables declared in Rust: by diesel's `table!` (by their Rust name) and by sea-orm
+    /// entities' models (by their table's name).
+    tables: HashMap<String, TableDdl>,
 }
 
 struct Collector<'a, 'i> {
@@ -754,8 +758,14 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
                 (None, stem) => stem.map(str::to_string),
             };
             if let Some(m) = module.filter(|m| *m != table) {
-                self.ix.entity_tables.insert(m, table);
+                self.ix.entity_tables.insert(m, table.clone());
             }
+            let (ddl, renamed) = seaorm::entity_table(s, table);
+            for (field, column) in renamed {
+                let key = (ddl.table.clone(), field);
+                self.ix.entity_columns.insert(key, column);
+            }
+            self.ix.tables.entry(ddl.table.clone()).or_insert(ddl);
         }
         syn::visit::visit_item_struct(self, s);
     }
@@ -776,7 +786,7 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_macro(&mut self, m: &'a syn::Macro) {
         if m.path.segments.last().is_some_and(|s| s.ident == "table") {
             for (rust, t) in diesel::table_macro(m.tokens.clone()) {
-                self.ix.diesel_tables.insert(rust, t);
+                self.ix.tables.insert(rust, t);
             }
         }
         syn::visit::visit_macro(self, m);
@@ -925,8 +935,9 @@ impl<'a> Index<'a> {
             fields: HashMap::new(),
             handle_structs: HashMap::new(),
             entity_tables: HashMap::new(),
+            entity_columns: HashMap::new(),
             insertables: HashMap::new(),
-            diesel_tables: HashMap::new(),
+            tables: HashMap::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };
@@ -978,6 +989,16 @@ impl<'a> Index<'a> {
             .contains(name)
             .then(|| self.handle_structs.get(name).copied())
             .flatten()
+    }
+
+    /// The one-column primary key of `table` as Rust declares it (`table!`, a sea-orm entity's
+    /// model), else `id`.
+    fn primary_key(&self, table: &str) -> &str {
+        let declared = self.tables.values().find(|d| d.table == table);
+        match declared.and_then(|d| d.primary_key.as_deref()) {
+            Some([key]) => key,
+            _ => "id",
+        }
     }
 
     fn function(&self, name: &str, file: usize) -> Option<usize> {

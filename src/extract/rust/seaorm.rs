@@ -34,6 +34,49 @@ pub(super) fn table_name(attrs: &[syn::Attribute]) -> Option<String> {
     diesel::nested_value(&metas, "sea_orm", "table_name")
 }
 
+/// An entity's model (`#[sea_orm(table_name = "users")] struct Model`) as its table: its
+/// fields' columns, its `primary_key` fields and `unique` ones (sea-orm's generator writes them
+/// from the database; the migrations win where they say more); and the fields that
+/// `column_name` renames, with their columns.
+pub(super) fn entity_table(
+    s: &syn::ItemStruct,
+    table: String,
+) -> (TableDdl, Vec<(String, String)>) {
+    let mut ddl = TableDdl {
+        table,
+        creates: false,
+        columns: Vec::new(),
+        primary_key: None,
+        unique: Vec::new(),
+        foreign_keys: Vec::new(),
+    };
+    let mut key = Vec::new();
+    let mut renamed = Vec::new();
+    for f in &s.fields {
+        let Some(field) = &f.ident else {
+            continue;
+        };
+        let field = field.to_string().trim_start_matches("r#").to_string();
+        let metas = diesel::metas(&f.attrs);
+        let column = match diesel::nested_value(&metas, "sea_orm", "column_name") {
+            Some(c) => {
+                renamed.push((field, c.clone()));
+                c
+            }
+            None => field,
+        };
+        if diesel::flag(&metas, "sea_orm", "primary_key") {
+            key.push(column.clone());
+        }
+        if diesel::flag(&metas, "sea_orm", "unique") {
+            ddl.unique.push(vec![column.clone()]);
+        }
+        ddl.columns.push(column);
+    }
+    ddl.primary_key = (!key.is_empty()).then_some(key);
+    (ddl, renamed)
+}
+
 impl Walker<'_, '_> {
     /// The table of the entity in module `module` (`user::Entity`, `user::ActiveModel`): its
     /// model's `table_name` where the run has the model, else the module's name.
@@ -42,11 +85,22 @@ impl Walker<'_, '_> {
         self.ix.entity_tables.get(&name).cloned().unwrap_or(name)
     }
 
-    /// `posts::Entity::find_by_id(k)` and the other chain starts, or none.
+    /// The column a model's field (or a `Column` variant, in snake case) names in `table`.
+    fn seaorm_column_name(&self, table: &str, field: &str) -> String {
+        let renamed = self
+            .ix
+            .entity_columns
+            .get(&(table.to_string(), field.to_string()));
+        renamed.cloned().unwrap_or_else(|| field.to_string())
+    }
+
+    /// `posts::Entity::find_by_id(k)` and the other chain starts, or none. `args` are the
+    /// call's arguments as walked: `insert(am)` inserts the active model `am`'s columns.
     pub(super) fn seaorm_entity(
         &mut self,
         path: &syn::Path,
         first: Option<&syn::Expr>,
+        args: &[Value],
     ) -> Option<Value> {
         let s: Vec<&syn::PathSegment> = path.segments.iter().collect();
         let n = s.len();
@@ -64,12 +118,25 @@ impl Walker<'_, '_> {
             "update_many" => (Kind::Update, false),
             "delete_many" => (Kind::Delete, false),
             "delete_by_id" => (Kind::Delete, true),
+            "insert" | "insert_many" => (Kind::Insert, false),
             _ => return None,
         };
         let mut q = Query::new(kind, self.seaorm_table(table), self.span(table));
+        // `insert(am)`: the active model's columns. `insert_many(rows)` and a model txlint
+        // did not build insert columns it does not see.
+        if s[n - 1].ident == "insert"
+            && let Some(Value::Diesel(am)) = args.first()
+            && am.kind == Kind::Update
+        {
+            let mut row = am.clone().into_insert();
+            row.table_at = q.table_at;
+            q = row;
+        }
         if by_id && let Some(k) = first {
-            let key = Part::Param(self.bound(k));
-            q.filters.push(Cond::id_is(key, self.span(&s[n - 1].ident)));
+            let value = Part::Param(self.bound(k));
+            let key = self.ix.primary_key(&q.table).to_string();
+            q.filters
+                .push(Cond::key_is(&key, value, self.span(&s[n - 1].ident)));
         }
         Some(Value::Diesel(Box::new(q)))
     }
@@ -83,6 +150,7 @@ impl Walker<'_, '_> {
         }
         let table = &segs[n - 2].ident;
         let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
+        let key = self.ix.primary_key(&q.table).to_string();
         for f in &s.fields {
             let syn::Member::Named(name) = &f.member else {
                 continue;
@@ -91,12 +159,13 @@ impl Walker<'_, '_> {
                 continue;
             };
             let value = self.part(v);
-            if name == "id" {
-                q.filters.push(Cond::id_is(value, self.span(name)));
+            let column = self.seaorm_column_name(&q.table, &name.to_string());
+            if column == key {
+                q.filters.push(Cond::key_is(&key, value, self.span(name)));
             } else {
                 q.sets.push((
                     Column {
-                        name: name.to_string(),
+                        name: column,
                         at: self.span(name),
                     },
                     value,
@@ -126,11 +195,12 @@ impl Walker<'_, '_> {
         {
             base = &m.receiver;
         }
-        let mut key = self.bound(base);
-        key.text = format!("{}.id", key.text);
         let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
+        let key = self.ix.primary_key(&q.table).to_string();
+        let mut value = self.bound(base);
+        value.text = format!("{}.{key}", value.text);
         q.filters
-            .push(Cond::id_is(Part::Param(key), self.span(init)));
+            .push(Cond::key_is(&key, Part::Param(value), self.span(init)));
         Some(Value::Diesel(Box::new(q)))
     }
 
@@ -150,17 +220,91 @@ impl Walker<'_, '_> {
         };
         let value = self.part(v);
         let at = self.span(name);
+        let table = match self.vars.get(&var) {
+            Some(Value::Diesel(q)) => q.table.clone(),
+            _ => return false,
+        };
+        let column = self.seaorm_column_name(&table, &name.to_string());
         if let Some(Value::Diesel(q)) = self.vars.get_mut(&var) {
-            q.sets.retain(|(c, _)| c.name != *name.to_string());
-            q.sets.push((
-                Column {
-                    name: name.to_string(),
-                    at,
-                },
-                value,
-            ));
+            q.sets.retain(|(c, _)| c.name != column);
+            q.sets.push((Column { name: column, at }, value));
         }
         true
+    }
+
+    /// `OnConflict::column(c).do_nothing()`, `::columns([..])`, `.update_column(c)`,
+    /// `.update_columns([..])`, `.value(c, expr)`: the conflict target and the `SET` items of
+    /// `DO UPDATE` (none: `DO NOTHING`).
+    pub(super) fn seaorm_on_conflict(
+        &mut self,
+        e: &syn::Expr,
+    ) -> (Vec<Column>, Vec<(Column, Part)>) {
+        let mut sets = Vec::new();
+        let mut e = e;
+        loop {
+            let m = match e {
+                syn::Expr::MethodCall(m) => m,
+                syn::Expr::Call(c) => {
+                    let f = match &*c.func {
+                        syn::Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                        _ => None,
+                    };
+                    let target = match (f.as_deref(), c.args.first()) {
+                        (Some("column" | "columns"), Some(a)) => self.seaorm_columns(a),
+                        _ => Vec::new(),
+                    };
+                    sets.reverse();
+                    return (target, sets);
+                }
+                _ => break,
+            };
+            let arg = m.args.first();
+            match m.method.to_string().as_str() {
+                "update_column" | "update_columns" => {
+                    let cols = arg.map(|a| self.seaorm_columns(a)).unwrap_or_default();
+                    for c in cols.into_iter().rev() {
+                        let excluded = Part::Sql(vec![
+                            Piece::Text("EXCLUDED.".into()),
+                            Piece::Column(c.clone()),
+                        ]);
+                        sets.push((c, excluded));
+                    }
+                }
+                "value" => {
+                    if let (Some(c), Some(v)) = (
+                        arg.and_then(|a| self.seaorm_column(a)),
+                        m.args.iter().nth(1),
+                    ) {
+                        let v = self.seaorm_value(v);
+                        sets.push((c, v));
+                    }
+                }
+                _ => {}
+            }
+            e = &m.receiver;
+        }
+        sets.reverse();
+        (Vec::new(), sets)
+    }
+
+    /// `posts::Column::Score`, `[a, b]`, `vec![a, b]`: columns named in a list.
+    fn seaorm_columns(&mut self, e: &syn::Expr) -> Vec<Column> {
+        match e {
+            syn::Expr::Array(a) => a
+                .elems
+                .iter()
+                .filter_map(|x| self.seaorm_column(x))
+                .collect(),
+            syn::Expr::Reference(r) => self.seaorm_columns(&r.expr),
+            syn::Expr::Macro(m) => m
+                .mac
+                .parse_body_with(
+                    syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+                )
+                .map(|list| list.iter().filter_map(|x| self.seaorm_column(x)).collect())
+                .unwrap_or_default(),
+            e => self.seaorm_column(e).into_iter().collect(),
+        }
     }
 
     /// `Expr::col(posts::Column::Score).add(1)`, `Expr::value(v)`: a `col_expr` value.
@@ -218,8 +362,17 @@ impl Walker<'_, '_> {
             return None;
         }
         let last = &segs[n - 1].ident;
+        let field = snake(&last.to_string());
+        // `posts::Column::X` names its entity's module; a bare `Column::X` does not.
+        let name = match n.checked_sub(3).map(|i| &segs[i].ident) {
+            Some(module) if lower_case(module) => {
+                let table = self.seaorm_table(module);
+                self.seaorm_column_name(&table, &field)
+            }
+            _ => field,
+        };
         Some(Column {
-            name: snake(&last.to_string()),
+            name,
             at: self.span(last),
         })
     }
