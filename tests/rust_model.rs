@@ -803,3 +803,27 @@ async fn f(db: &DatabaseConnection, k: i64, h: String) -> Result<(), DbErr> {
         "an entity lists only the keys its generator saw"
     );
 }
+
+/// diesel's `joinable!(child -> parent (column))` is a foreign key from the child's column to
+/// the parent's primary key, in SQL names; one naming a table the run does not declare is
+/// left out.
+#[test]
+fn diesel_joinable_is_a_foreign_key() {
+    let src = r#"
+diesel::table! { users (user_id) { user_id -> Int8, } }
+diesel::table! { #[sql_name = "blog_posts"] posts (id) { id -> Int8, author -> Int8, } }
+diesel::joinable!(posts -> users (author));
+diesel::joinable!(comments -> posts (post_id));
+fn f(conn: &mut PgConnection, k: i64) {
+    posts::table.find(k).first::<Post>(conn);
+}
+"#;
+    let config = Config::parse("").expect("config");
+    let run = txlint::check_source("lib.rs", src, &config);
+    let fk = run.program.schema.foreign_key("blog_posts", "users");
+    assert_eq!(
+        fk.map(|f| (f.columns.clone(), f.referred.clone())),
+        Some((vec!["author".to_string()], vec!["user_id".to_string()]))
+    );
+    assert!(!run.program.schema.tables.contains_key("comments"));
+}

@@ -60,7 +60,8 @@ impl Schema {
             }
         }
         // diesel's `table!` and sea-orm's entities are generated from the database (or written
-        // to match it): they tell the primary key (and sea-orm a column's `unique`), not every
+        // to match it): they tell the primary key (diesel's `joinable!` a foreign key, sea-orm
+        // a column's `unique`), not every
         // unique constraint, and the migrations win where they say more. They are not a
         // `CREATE TABLE` (a witness cannot run them), so `declared` stays with the SQL.
         for ddl in declared {
@@ -74,6 +75,11 @@ impl Schema {
             for u in &ddl.unique {
                 if !t.unique.contains(u) {
                     t.unique.push(u.clone());
+                }
+            }
+            for fk in &ddl.foreign_keys {
+                if !t.foreign_keys.contains(fk) {
+                    t.foreign_keys.push(fk.clone());
                 }
             }
         }

@@ -905,6 +905,32 @@ impl Walker<'_, '_> {
 /// columns. A `#[sql_name = ".."]` names the table (or a column) in SQL; `schema.users` keeps
 /// `users`.
 /// Nothing when the tokens are not that shape.
+/// `joinable!(posts -> users (author_id))`: the child table, the parent table (Rust names) and
+/// the child's column that refers to the parent's primary key. Nothing for another shape.
+pub(super) fn joinable_macro(tokens: proc_macro2::TokenStream) -> Option<[String; 3]> {
+    use proc_macro2::{Delimiter, TokenTree};
+    let t: Vec<TokenTree> = tokens.into_iter().collect();
+    match t.as_slice() {
+        [
+            TokenTree::Ident(child),
+            TokenTree::Punct(dash),
+            TokenTree::Punct(gt),
+            TokenTree::Ident(parent),
+            TokenTree::Group(g),
+        ] if dash.as_char() == '-'
+            && gt.as_char() == '>'
+            && g.delimiter() == Delimiter::Parenthesis =>
+        {
+            let column = match g.stream().into_iter().collect::<Vec<_>>().as_slice() {
+                [TokenTree::Ident(c)] => c.to_string(),
+                _ => return None,
+            };
+            Some([child.to_string(), parent.to_string(), column])
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, TableDdl)> {
     use proc_macro2::{Delimiter, TokenTree};
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();

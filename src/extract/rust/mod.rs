@@ -258,6 +258,22 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
     units.retain(|(i, u)| !shared.inlined.contains(i) && !u.transactions.is_empty());
     front.out.units.extend(units.into_iter().map(|(_, u)| u));
     let mut declared: Vec<_> = index.tables.values().cloned().collect();
+    // `joinable!(child -> parent (column))`: a foreign key to the parent's primary key.
+    for [child, parent, column] in &index.joinables {
+        let (Some(c), Some(p)) = (index.tables.get(child), index.tables.get(parent)) else {
+            continue;
+        };
+        let fk = ForeignKey {
+            columns: vec![column.clone()],
+            table: p.table.clone(),
+            referred: p.primary_key.clone().unwrap_or_default(),
+        };
+        if let Some(d) = declared.iter_mut().find(|d| d.table == c.table)
+            && !d.foreign_keys.contains(&fk)
+        {
+            d.foreign_keys.push(fk);
+        }
+    }
     declared.sort_by(|a, b| a.table.cmp(&b.table));
     front.out.declared.extend(declared);
 }
@@ -709,6 +725,8 @@ struct Index<'a> {
     /// Tables declared in Rust: by diesel's `table!` (by their Rust name) and by sea-orm
     /// entities' models (by their table's name).
     tables: HashMap<String, TableDdl>,
+    /// diesel's `joinable!(child -> parent (column))`, by Rust names.
+    joinables: Vec<[String; 3]>,
 }
 
 struct Collector<'a, 'i> {
@@ -784,10 +802,16 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         });
     }
     fn visit_macro(&mut self, m: &'a syn::Macro) {
-        if m.path.segments.last().is_some_and(|s| s.ident == "table") {
+        let name = m.path.segments.last().map(|s| s.ident.to_string());
+        if name.as_deref() == Some("table") {
             for (rust, t) in diesel::table_macro(m.tokens.clone()) {
                 self.ix.tables.insert(rust, t);
             }
+        }
+        if name.as_deref() == Some("joinable")
+            && let Some(j) = diesel::joinable_macro(m.tokens.clone())
+        {
+            self.ix.joinables.push(j);
         }
         syn::visit::visit_macro(self, m);
     }
@@ -938,6 +962,7 @@ impl<'a> Index<'a> {
             entity_columns: HashMap::new(),
             insertables: HashMap::new(),
             tables: HashMap::new(),
+            joinables: Vec::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };
