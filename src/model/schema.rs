@@ -24,6 +24,22 @@ pub struct Schema {
     pub tables: BTreeMap<String, TableInfo>,
 }
 
+impl TableInfo {
+    /// The unique keys and foreign keys `ddl` declares, each once.
+    fn add_keys(&mut self, ddl: &TableDdl) {
+        for u in &ddl.unique {
+            if !self.unique.contains(u) {
+                self.unique.push(u.clone());
+            }
+        }
+        for fk in &ddl.foreign_keys {
+            if !self.foreign_keys.contains(fk) {
+                self.foreign_keys.push(fk.clone());
+            }
+        }
+    }
+}
+
 impl Schema {
     pub fn build(units: &[Unit], declared: &[TableDdl]) -> Schema {
         let mut schema = Schema::default();
@@ -47,23 +63,14 @@ impl Schema {
                 if ddl.primary_key.is_some() {
                     t.primary_key.clone_from(&ddl.primary_key);
                 }
-                for u in &ddl.unique {
-                    if !t.unique.contains(u) {
-                        t.unique.push(u.clone());
-                    }
-                }
-                for fk in &ddl.foreign_keys {
-                    if !t.foreign_keys.contains(fk) {
-                        t.foreign_keys.push(fk.clone());
-                    }
-                }
+                t.add_keys(ddl);
             }
         }
         // diesel's `table!` and sea-orm's entities are generated from the database (or written
         // to match it): they tell the primary key (diesel's `joinable!` a foreign key, sea-orm
-        // a column's `unique`), not every
-        // unique constraint, and the migrations win where they say more. They are not a
-        // `CREATE TABLE` (a witness cannot run them), so `declared` stays with the SQL.
+        // a column's `unique`), not every unique constraint, and the migrations win where they
+        // say more. They are not a `CREATE TABLE` (a witness cannot run them), so `declared`
+        // stays with the SQL.
         for ddl in declared {
             let t = schema.tables.entry(ddl.table.clone()).or_default();
             if t.columns.is_empty() {
@@ -72,23 +79,14 @@ impl Schema {
             if t.primary_key.is_none() {
                 t.primary_key.clone_from(&ddl.primary_key);
             }
-            for u in &ddl.unique {
-                if !t.unique.contains(u) {
-                    t.unique.push(u.clone());
-                }
-            }
-            for fk in &ddl.foreign_keys {
-                if !t.foreign_keys.contains(fk) {
-                    t.foreign_keys.push(fk.clone());
-                }
-            }
+            t.add_keys(ddl);
         }
         schema
     }
 
     /// The run's SQL declares the table, so its unique constraints are known: a key missing
-    /// there is missing. A table known only from diesel's `table!` has its primary key and
-    /// nothing more (`table!` does not list unique constraints).
+    /// there is missing. A table known only from diesel's `table!` or a sea-orm entity has the
+    /// keys those list, which need not be all of them.
     pub fn declares(&self, table: &str) -> bool {
         self.tables.get(table).is_some_and(|t| t.declared.is_some())
     }
