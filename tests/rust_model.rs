@@ -145,6 +145,32 @@ async fn f(pool: &PgPool) {
     );
 }
 
+/// A transaction ended in an arm that leaves (`tx.rollback()` then `return`, in an `if` or a
+/// diverging `let .. else`) is still open for the code after the arm.
+#[test]
+fn a_rollback_before_a_return_ends_the_transaction_on_that_path_only() {
+    let src = r#"
+async fn f(pool: &PgPool, id: i64) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    let n: Option<i64> = sqlx::query_scalar("SELECT n FROM t WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+    let Some(n) = n else {
+        tx.rollback().await?;
+        return Ok(());
+    };
+    if n > 5 {
+        tx.commit().await?;
+        return Ok(());
+    }
+    sqlx::query("UPDATE t SET m = 1 WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    tx.commit().await
+}
+"#;
+    let u = units(src, "");
+    use Executor::*;
+    use Scope::*;
+    assert_eq!(shape(unit(&u, "f")), vec![(Explicit, Transaction, 2)]);
+}
+
 #[test]
 fn sql_in_batches_and_sql_level_transactions() {
     let src = r#"

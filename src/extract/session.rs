@@ -78,6 +78,22 @@ impl SessionWalker {
         self.last_message = None;
     }
 
+    /// Where the session stands: whether a transaction is open, and how many have ended.
+    pub fn mark(&self) -> (bool, usize) {
+        (self.open.is_some(), self.done.len())
+    }
+
+    /// Back to `mark` after a branch arm that leaves the function: a transaction the arm
+    /// ended (`tx.rollback()` before its `return`) is still open for the code after the arm.
+    pub fn reopen(&mut self, (was_open, done): (bool, usize)) {
+        if was_open && self.open.is_none() && self.done.len() == done + 1 {
+            self.open = self.done.pop();
+            if let Some(tx) = &mut self.open {
+                tx.set_end(None);
+            }
+        }
+    }
+
     /// Statements of code txlint cannot place: each its own transaction of unknown scope.
     pub fn unknown() -> Self {
         SessionWalker {

@@ -442,7 +442,20 @@ impl<'a, 'w> Walker<'a, 'w> {
             });
         }
         let outer = self.vars.clone();
+        let exits = self.exits.len();
+        let marks: Vec<_> = self.walkers.iter().map(SessionWalker::mark).collect();
         let r = f(self);
+        // An arm that leaves (`return`, a diverging `let .. else`) ends nothing for the code
+        // after it: a `tx.rollback()` before its `return` closes the transaction on that
+        // path only.
+        let leaves = self.exits[exits..]
+            .iter()
+            .any(|e| e.kind == ExitKind::Return && e.branch.last() == Some(&arm));
+        if leaves {
+            for (w, m) in self.walkers.iter_mut().zip(marks) {
+                w.reopen(m);
+            }
+        }
         self.vars = outer;
         self.branch.pop();
         r
