@@ -259,20 +259,27 @@ fn finding(
         return None;
     }
     let how = depends(unit, flow, taken, r.step, wi, table)?;
+    let decided_on =
+        taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
+    // A status read decides a transition of that status (see [`transition`]).
+    let status = match decided_on {
+        true => transition(flow, r.step, wi, table),
+        false => None,
+    };
     // A row's presence decides only get-or-create: an insert of the very key the read looked
     // up, in an arm taken on the read or after an early return taken on it (`if let Some(t)
     // = found { return .. }`), into a table the run declares (a unique key declared
     // elsewhere would settle it).
     if rf.extra().aggregates.is_empty()
+        && status.is_none()
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
-            || !(taken_on(taken, r.step, &w.step.branch)
-                || returned_on(unit, taken, r.step, w.step))
+            || !decided_on
             || !cx.program.schema.declares(table))
     {
         return None;
     }
-    if rechecks(r.step, w.step) {
+    if status.is_none() && rechecks(r.step, w.step) {
         return None;
     }
     let same_tx = r.tx == w.tx;
@@ -321,14 +328,21 @@ fn finding(
         return None;
     }
     let line = cx.line(r.step.span);
+    let what = match status {
+        Some(c) => format!("`{c}` read"),
+        None => what(r.step),
+    };
     let mut message = format!(
-        "this write depends on the {} at line {line} ({how}), but nothing stops another transaction from changing its answer in between",
-        what(r.step)
+        "this write depends on the {what} at line {line} ({how}), but nothing stops another transaction from changing its answer in between"
     );
     if !same_tx {
         message = format!(
-            "this write depends on the {} at line {line} ({how}), which runs in another transaction, so its answer can be stale by the time this runs",
-            what(r.step)
+            "this write depends on the {what} at line {line} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
+        );
+    }
+    if let Some(c) = status {
+        message += &format!(
+            " (two runs can both see the old `{c}` and both make this change, as its `WHERE` does not test `{c}`)"
         );
     }
     if wf.kind == StmtKind::Insert && !cx.program.schema.declares(table) {
@@ -346,12 +360,73 @@ fn finding(
     if let Some((lock, _)) = uncovered {
         d = d.label(lock.span, "locks a key the check is not confined to");
     }
-    Some(
-        d.note("acts on the decision")
-            .in_step(w.step)
-            .label(r.step.span, "decided here")
-            .help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
-    )
+    let d = d
+        .note("acts on the decision")
+        .in_step(w.step)
+        .label(r.step.span, "decided here");
+    Some(match status {
+        Some(c) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
+        None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
+    })
+}
+
+/// A state transition decided on a read of the state: the read (no aggregate: those decide
+/// as counts) names its columns and looks one row up by key (`SELECT status FROM orders WHERE id = $1`), and the write, in an arm taken on
+/// what it read, sets one of those columns on the same row without testing it (`UPDATE orders
+/// SET status = 'paid' WHERE id = $1`). Two runs both see the old state and both act. The
+/// column; none when the write tests it (optimistic), takes a value computed from the read
+/// (`lost-update`'s finding), the read reads `*` (what was decided on is not known), or the
+/// row is locked again before the write (`SELECT .. FOR UPDATE` of the same key in its
+/// transaction: the write acts on what that read found).
+fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<&'s str> {
+    let w = flow.steps[wi].step;
+    let (rf, wf) = (&r.facts, &w.facts);
+    let relocked = flow.steps[wi].txn.steps.iter().any(|g| {
+        g.seq > r.seq
+            && g.seq < w.seq
+            && g.facts.row_locks.iter().any(|l| {
+                matches!(
+                    l.strength,
+                    RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+                )
+            })
+            && g.facts.reads.iter().any(|t| t.name == table)
+            && g.facts.filters.iter().any(|p| {
+                wf.filters.iter().any(|q| {
+                    q.column == p.column && value_key(&q.value, w) == value_key(&p.value, g)
+                })
+            })
+    });
+    if relocked {
+        return None;
+    }
+    if wf.kind != StmtKind::Update
+        || !rf.extra().aggregates.is_empty()
+        || !rf.reads.iter().any(|t| t.name == table)
+        || rf.columns.iter().any(|c| c.as_str() == "*")
+    {
+        return None;
+    }
+    let same_key = rf.filters.iter().any(|p| {
+        wf.filters
+            .iter()
+            .any(|q| q.column == p.column && value_key(&q.value, w) == value_key(&p.value, r))
+    });
+    let computed = wf
+        .sets
+        .iter()
+        .map(|s| &s.value)
+        .chain(wf.filters.iter().map(|p| &p.value))
+        .any(|o| flow.flows_from(o, r, wi));
+    if !same_key || computed || wf.other_conditions {
+        return None;
+    }
+    let c = wf.sets.iter().find_map(|s| {
+        rf.columns
+            .iter()
+            .find(|c| **c == s.column && !rf.filters.iter().any(|p| p.column == s.column))
+    })?;
+    (!wf.filters.iter().any(|p| p.column == *c)).then_some(c.as_str())
 }
 
 /// `g`, earlier in the write's transaction, serialises every run of this code before the read:

@@ -760,6 +760,45 @@ fn check_then_act_one_statement_claim_fix_advisory_lock() {
     b.run("COMMIT");
 }
 
+/// A state transition decided on a plain read (READ COMMITTED): both workers read `queued`;
+/// the second `UPDATE .. WHERE id = 1` waits for the first, then re-checks only `id = 1` and
+/// starts the job again. With `write` testing the state as well, it changes no row.
+fn start_twice(write: &str) -> (String, String, String) {
+    let db = db(JOBS);
+    let (mut a, mut b) = (db.session(), db.session());
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run("SELECT state FROM jobs WHERE id = 1"), "queued");
+    assert_eq!(b.run("SELECT state FROM jobs WHERE id = 1"), "queued");
+    let a_started = a.run(&write.replace("$w", "a"));
+    b.send(&write.replace("$w", "b"));
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    let b_started = b.wait();
+    b.run("COMMIT");
+    (
+        a_started,
+        b_started,
+        db.query("SELECT worker FROM jobs WHERE id = 1"),
+    )
+}
+
+#[test]
+fn check_then_act_status_transition_starts_twice() {
+    let (a, b, worker) =
+        start_twice("UPDATE jobs SET state = 'running', worker = '$w' WHERE id = 1 RETURNING id");
+    assert_eq!((a.as_str(), b.as_str(), worker.as_str()), ("1", "1", "b"));
+}
+
+/// Fix: the write tests the state it decided on; the second worker's `UPDATE` matches no row.
+#[test]
+fn check_then_act_status_transition_fix_state_tested() {
+    let (a, b, worker) = start_twice(
+        "UPDATE jobs SET state = 'running', worker = '$w' WHERE id = 1 AND state = 'queued' RETURNING id",
+    );
+    assert_eq!((a.as_str(), b.as_str(), worker.as_str()), ("1", "", "a"));
+}
+
 /// `INSERT .. SELECT .. WHERE NOT EXISTS` with no unique key: neither sees the other's
 /// uncommitted row, both insert.
 #[test]
