@@ -600,7 +600,8 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
                     set.0,
                     filters(&write.step.facts)?
                 ),
-                value(set.1, 2)?,
+                // What psql prints for it: a text sample without its quotes.
+                value(set.1, 2)?.trim_matches('\'').to_string(),
                 true,
             )
         }
