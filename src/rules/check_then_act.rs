@@ -262,9 +262,10 @@ fn finding(
     let decided_on =
         taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
     // A status read decides a transition of that status (see [`transition`]).
-    let status = match decided_on {
-        true => transition(flow, r.step, wi, table),
-        false => None,
+    let status = if decided_on {
+        transition(flow, r.step, wi, table)
+    } else {
+        None
     };
     // A row's presence decides only get-or-create: an insert of the very key the read looked
     // up, in an arm taken on the read or after an early return taken on it (`if let Some(t)
@@ -371,19 +372,34 @@ fn finding(
 }
 
 /// A state transition decided on a read of the state: the read (no aggregate: those decide
-/// as counts) names its columns and looks one row up by key (`SELECT status FROM orders WHERE id = $1`), and the write, in an arm taken on
-/// what it read, sets one of those columns on the same row without testing it (`UPDATE orders
-/// SET status = 'paid' WHERE id = $1`). Two runs both see the old state and both act. The
-/// column; none when the write tests it (optimistic), takes a value computed from the read
-/// (`lost-update`'s finding), the read reads `*` (what was decided on is not known), or the
-/// row is locked again before the write (`SELECT .. FOR UPDATE` of the same key in its
-/// transaction: the write acts on what that read found).
+/// as counts) names its columns and looks one row up by key (`SELECT status FROM orders WHERE
+/// id = $1`), and the write, in an arm taken on what it read, sets one of those columns on the
+/// same row without testing it (`UPDATE orders SET status = 'paid' WHERE id = $1`). Two runs
+/// both see the old state and both act. The column; none when the write tests it
+/// (optimistic), takes a value computed from the read (`lost-update`'s finding), the read
+/// reads `*` (what was decided on is not known), or the row is locked again before the write
+/// (`SELECT .. FOR UPDATE` of the same key in its transaction: the write acts on what that
+/// read found).
 fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<&'s str> {
-    let w = flow.steps[wi].step;
+    let At { txn, step: w, .. } = flow.steps[wi];
     let (rf, wf) = (&r.facts, &w.facts);
-    let relocked = flow.steps[wi].txn.steps.iter().any(|g| {
-        g.seq > r.seq
-            && g.seq < w.seq
+    if wf.kind != StmtKind::Update
+        || wf.other_conditions
+        || !rf.extra().aggregates.is_empty()
+        || !rf.reads.iter().any(|t| t.name == table)
+        || rf.columns.iter().any(|c| c.as_str() == "*")
+        || !same_key(r, w)
+    {
+        return None;
+    }
+    let computed = wf
+        .sets
+        .iter()
+        .map(|s| &s.value)
+        .chain(wf.filters.iter().map(|p| &p.value))
+        .any(|o| flow.flows_from(o, r, wi));
+    let relocked = txn.steps.iter().any(|g| {
+        (r.seq + 1..w.seq).contains(&g.seq)
             && g.facts.row_locks.iter().any(|l| {
                 matches!(
                     l.strength,
@@ -391,34 +407,9 @@ fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<&'
                 )
             })
             && g.facts.reads.iter().any(|t| t.name == table)
-            && g.facts.filters.iter().any(|p| {
-                wf.filters.iter().any(|q| {
-                    q.column == p.column && value_key(&q.value, w) == value_key(&p.value, g)
-                })
-            })
+            && same_key(g, w)
     });
-    if relocked {
-        return None;
-    }
-    if wf.kind != StmtKind::Update
-        || !rf.extra().aggregates.is_empty()
-        || !rf.reads.iter().any(|t| t.name == table)
-        || rf.columns.iter().any(|c| c.as_str() == "*")
-    {
-        return None;
-    }
-    let same_key = rf.filters.iter().any(|p| {
-        wf.filters
-            .iter()
-            .any(|q| q.column == p.column && value_key(&q.value, w) == value_key(&p.value, r))
-    });
-    let computed = wf
-        .sets
-        .iter()
-        .map(|s| &s.value)
-        .chain(wf.filters.iter().map(|p| &p.value))
-        .any(|o| flow.flows_from(o, r, wi));
-    if !same_key || computed || wf.other_conditions {
+    if computed || relocked {
         return None;
     }
     let c = wf.sets.iter().find_map(|s| {
@@ -427,6 +418,17 @@ fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<&'
             .find(|c| **c == s.column && !rf.filters.iter().any(|p| p.column == s.column))
     })?;
     (!wf.filters.iter().any(|p| p.column == *c)).then_some(c.as_str())
+}
+
+/// Some `WHERE` condition of `a` and one of `b` test the same column against the same value:
+/// the two are about the same row (or rows).
+fn same_key(a: &Step, b: &Step) -> bool {
+    a.facts.filters.iter().any(|p| {
+        b.facts
+            .filters
+            .iter()
+            .any(|q| q.column == p.column && value_key(&q.value, b) == value_key(&p.value, a))
+    })
 }
 
 /// `g`, earlier in the write's transaction, serialises every run of this code before the read:
@@ -558,13 +560,6 @@ fn about(r: &Step, w: &Step, table: &str) -> bool {
         return true;
     }
     let f = &w.facts;
-    let same_key = || {
-        f.filters.iter().any(|p| {
-            checked
-                .iter()
-                .any(|c| c.column == p.column && value_key(&c.value, r) == value_key(&p.value, w))
-        })
-    };
     match f.kind {
         StmtKind::Insert => f
             .inserts
@@ -574,9 +569,9 @@ fn about(r: &Step, w: &Step, table: &str) -> bool {
             f.sets
                 .iter()
                 .any(|s| checked.iter().any(|p| p.column == s.column))
-                || same_key()
+                || same_key(r, w)
         }
-        _ => same_key(),
+        _ => same_key(r, w),
     }
 }
 
