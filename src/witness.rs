@@ -386,6 +386,20 @@ fn lock_order(w: &mut Witness, found: &Found, program: &Program) -> Result<(), S
             w.at
         ));
     }
+    // Which rows a `SKIP LOCKED` claim takes depends on the data and on what else is locked:
+    // setup rows chosen per statement need not be the rows the other side waits for.
+    if found.steps.iter().any(|a| {
+        a.step
+            .facts
+            .row_locks
+            .iter()
+            .any(|l| l.wait == LockWait::SkipLocked)
+    }) {
+        return Err(format!(
+            "{}: a `SKIP LOCKED` claim takes whichever rows are free, which a witness cannot pin",
+            w.at
+        ));
+    }
     let tables: Vec<&str> = found
         .steps
         .iter()

@@ -107,32 +107,31 @@ fn key_text(key: &str, step: &Step) -> String {
     k
 }
 
-/// The locks a statement takes, in statement order.
-pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
+/// The locks a statement takes, in statement order, each with whether taking it can wait: rows
+/// claimed with `SKIP LOCKED` are held until commit (another transaction can wait for them)
+/// but the claim itself never waits.
+pub fn acquisitions(step: &Step) -> Vec<(Resource, Span, bool)> {
     let f = &step.facts;
     let mut out = Vec::new();
     for a in &f.extra().advisory {
         if matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock) {
-            out.push((Resource::Advisory(key_text(&a.key, step)), a.span));
+            out.push((Resource::Advisory(key_text(&a.key, step)), a.span, true));
         }
     }
-    for l in f
-        .row_locks
-        .iter()
-        .filter(|l| l.wait != LockWait::SkipLocked)
-    {
+    for l in &f.row_locks {
+        let waits = l.wait != LockWait::SkipLocked;
         if l.of.is_empty() {
             out.extend(
                 f.reads
                     .iter()
-                    .map(|t| (Resource::Table(t.name.to_string()), l.span)),
+                    .map(|t| (Resource::Table(t.name.to_string()), l.span, waits)),
             );
         } else {
             out.extend(l.of.iter().filter_map(|alias| {
                 f.reads
                     .iter()
                     .find(|t| t.name == *alias)
-                    .map(|t| (Resource::Table(t.name.to_string()), l.span))
+                    .map(|t| (Resource::Table(t.name.to_string()), l.span, waits))
             }));
         }
     }
@@ -154,17 +153,17 @@ pub fn acquisitions(step: &Step) -> Vec<(Resource, Span)> {
             f.writes
                 .iter()
                 .filter(|t| !claimed(&t.name))
-                .map(|t| (Resource::Table(t.name.to_string()), t.span)),
+                .map(|t| (Resource::Table(t.name.to_string()), t.span, true)),
         );
     }
     if let Some(l) = &f.extra().table_lock {
         out.extend(
             l.tables
                 .iter()
-                .map(|t| (Resource::Table(t.name.to_string()), t.span)),
+                .map(|t| (Resource::Table(t.name.to_string()), t.span, true)),
         );
     }
-    out.retain(|(r, _)| !matches!(r, Resource::Table(t) if is_hole(t)));
+    out.retain(|(r, ..)| !matches!(r, Resource::Table(t) if is_hole(t)));
     out
 }
 
@@ -186,7 +185,7 @@ pub fn build(program: &Program) -> LockGraph<'_> {
             // Resources held, with the acquisition that first took each and its statement.
             let mut held: Vec<(usize, u32, &Step)> = Vec::new();
             for step in &tx.steps {
-                for (resource, span) in acquisitions(step) {
+                for (resource, span, waits) in acquisitions(step) {
                     let next = ids.len();
                     let r = *ids.entry(resource.clone()).or_insert(next);
                     if r == g.resources.len() {
@@ -209,8 +208,9 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                         }
                         continue;
                     }
-                    // `r` is new to this transaction, so each pair is one edge.
-                    for (i, &(h, at, by)) in held.iter().enumerate() {
+                    // `r` is new to this transaction, so each pair is one edge; a claim that
+                    // skips locked rows waits for nothing it holds, so no edge leads to it.
+                    for (i, &(h, at, by)) in held.iter().enumerate().filter(|_| waits) {
                         // Alternative arms (`IF ... ELSE`) never hold one while taking the other.
                         if unit.exclusive(&by.branch, &step.branch) {
                             continue;

@@ -101,10 +101,11 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
                 .iter()
                 .any(|v| i.text == *v || i.text.starts_with(&format!("{v}.")))
         });
+        // Rows claimed with `SKIP LOCKED` one key at a time never wait: no deadlock.
         let acquired = lockgraph::acquisitions(step)
             .into_iter()
-            .find(|(r, _)| matches!(r, Resource::Table(_)));
-        let (Some((resource, span)), true) = (acquired, keyed) else {
+            .find(|(r, _, waits)| *waits && matches!(r, Resource::Table(_)));
+        let (Some((resource, span, _)), true) = (acquired, keyed) else {
             return None;
         };
         Some(

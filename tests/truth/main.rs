@@ -168,6 +168,22 @@ fn lock_order_opposite_row_locks_deadlock() {
     opposite_order([one, two], [two, one]);
 }
 
+/// A row claimed with `SKIP LOCKED` is held until commit: the claim never waits, but a
+/// transaction that takes the rows in the other order without skipping waits for it.
+#[test]
+fn lock_order_skip_locked_claim_deadlocks() {
+    opposite_order(
+        [
+            "SELECT id FROM accounts WHERE id = 1 FOR UPDATE SKIP LOCKED",
+            "UPDATE accounts SET balance = balance + 1 WHERE id = 2",
+        ],
+        [
+            "UPDATE accounts SET balance = balance - 1 WHERE id = 2",
+            "UPDATE accounts SET balance = balance - 1 WHERE id = 1",
+        ],
+    );
+}
+
 /// A helper function's row locks are the calling transaction's: two transfers that call one
 /// helper per account in argument order deadlock like the statements themselves.
 #[test]
