@@ -126,7 +126,8 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
 
 /// The project's other files, read as context for the named ones: everything the
 /// configuration includes under its folder (or, without a txlint.toml, under the git
-/// repository's top folder); nothing outside a project.
+/// repository's top folder); nothing outside a project, and nothing for named files that are
+/// all outside it (another project's schema says nothing about them).
 pub fn context_of(named: &[PathBuf], cwd: &Path, config: &Config) -> Vec<PathBuf> {
     let root = match &config.path {
         Some(_) => Some(config.root.clone()),
@@ -143,6 +144,10 @@ pub fn context_of(named: &[PathBuf], cwd: &Path, config: &Config) -> Vec<PathBuf
         p.canonicalize().unwrap_or(p)
     };
     let named: std::collections::HashSet<PathBuf> = named.iter().map(|p| canonical(p)).collect();
+    let inside = canonical(&root);
+    if !named.iter().any(|p| p.starts_with(&inside)) {
+        return Vec::new();
+    }
     discover(&[root], cwd, config, true)
         .files
         .into_iter()

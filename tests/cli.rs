@@ -289,6 +289,27 @@ fn bad_input_is_reported_and_the_run_goes_on() {
     assert_eq!(json["summary"]["files"], 3);
 }
 
+/// The text report of a finding far into a very long line (minified or generated SQL) is
+/// the one-line form, with its place: miette cannot pad a snippet past column 65,535.
+#[test]
+fn a_finding_on_a_very_long_line_is_reported_in_text() {
+    let d = Dir::new("long-line");
+    d.write(
+        "wide.sql",
+        &format!(
+            "SELECT 1 /* {} */; SELECT pg_advisory_xact_lock(1);\n",
+            " ".repeat(70_000)
+        ),
+    );
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("wide.sql:1:70025: xact-lock-outside-transaction:"),
+        "{out}"
+    );
+}
+
 #[test]
 fn rust_files_without_sql_are_not_parsed_and_late_reads_report_their_errors() {
     let d = Dir::new("rust-prescan");
@@ -475,6 +496,37 @@ fn overrides_set_mode_per_folder() {
         vec!["scripts/a.sql"],
         "the migration runs in one transaction"
     );
+}
+
+/// A file named from inside one project but lying outside it is not read with that project
+/// as context: another project's schema and transactions say nothing about it.
+#[test]
+fn a_named_file_outside_the_working_project_gets_no_context() {
+    let d = Dir::new("outside");
+    d.write("repo/.git/HEAD", "ref: refs/heads/main\n")
+        .write(
+            "repo/a.sql",
+            "BEGIN;\nUPDATE accounts SET n = 1 WHERE id = 1;\nUPDATE ledger SET n = 1 WHERE id = 1;\nCOMMIT;\n",
+        )
+        .write(
+            "elsewhere/b.sql",
+            "BEGIN;\nUPDATE ledger SET n = 2 WHERE id = 1;\nUPDATE accounts SET n = 2 WHERE id = 1;\nCOMMIT;\n",
+        );
+    let b = d.path().join("elsewhere/b.sql");
+    let o = txlint(
+        &d.path().join("repo"),
+        &["check", "--format", "json", b.to_str().unwrap()],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["summary"]["context"], 0, "{}", stderr(&o));
+    assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(0));
+    // Named from inside, a.sql still has its project (here only itself) and b.sql is not in it.
+    let o = txlint(
+        &d.path().join("repo"),
+        &["check", "--format", "json", "a.sql"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["summary"]["context"], 0, "{}", stderr(&o));
 }
 
 #[test]

@@ -169,7 +169,7 @@ pub fn render_findings(run: &Run, style: TextStyle) -> String {
     let mut out = String::new();
     for d in &run.diagnostics {
         let r = report(run, d);
-        if handler.render_report(&mut out, &r).is_err() {
+        if !drawable(run, d) || handler.render_report(&mut out, &r).is_err() {
             // Never lose a finding to a rendering problem: fall back to one line.
             let lc = run.program.files[d.span.file].line_col(d.span.start());
             out += &format!(
@@ -180,6 +180,22 @@ pub fn render_findings(run: &Run, style: TextStyle) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Columns past this are not drawn as a snippet: miette pads a label to its column, which a
+/// format width cannot do past 65,535 (it panics), and no terminal would show it.
+const WIDEST: usize = 10_000;
+
+/// Every place of the finding is within [`WIDEST`] columns of its line's start.
+fn drawable(run: &Run, d: &Diagnostic) -> bool {
+    std::iter::once(d.span)
+        .chain(d.labels.iter().map(|l| l.span))
+        .all(|span| {
+            let file = &run.program.files[span.file];
+            [span.start(), span.end()]
+                .iter()
+                .all(|&at| file.line_col(at).column <= WIDEST)
+        })
 }
 
 pub fn render(run: &Run, style: TextStyle) -> String {
