@@ -329,16 +329,16 @@ fn finding(
         return None;
     }
     let line = cx.line(r.step.span);
-    let what = match status {
+    let decision = match status {
         Some(c) => format!("`{c}` read"),
         None => what(r.step),
     };
     let mut message = format!(
-        "this write depends on the {what} at line {line} ({how}), but nothing stops another transaction from changing its answer in between"
+        "this write depends on the {decision} at line {line} ({how}), but nothing stops another transaction from changing its answer in between"
     );
     if !same_tx {
         message = format!(
-            "this write depends on the {what} at line {line} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
+            "this write depends on the {decision} at line {line} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
         );
     }
     if let Some(c) = status {

@@ -900,11 +900,6 @@ impl Walker<'_, '_> {
     }
 }
 
-/// `diesel::table! { users (id) { id -> Int8, name -> Text, } }`: each table's Rust name and,
-/// as a table the run declares, its SQL name, primary key (`id` when the macro names none) and
-/// columns. A `#[sql_name = ".."]` names the table (or a column) in SQL; `schema.users` keeps
-/// `users`.
-/// Nothing when the tokens are not that shape.
 /// `joinable!(posts -> users (author_id))`: the child table, the parent table (Rust names) and
 /// the child's column that refers to the parent's primary key. Nothing for another shape.
 pub(super) fn joinable_macro(tokens: proc_macro2::TokenStream) -> Option<[String; 3]> {
@@ -931,6 +926,11 @@ pub(super) fn joinable_macro(tokens: proc_macro2::TokenStream) -> Option<[String
     }
 }
 
+/// `diesel::table! { users (id) { id -> Int8, name -> Text, } }`: each table's Rust name and,
+/// as a table the run declares, its SQL name, primary key (`id` when the macro names none) and
+/// columns. A `#[sql_name = ".."]` names the table (or a column) in SQL; `schema.users` keeps
+/// `users`.
+/// Nothing when the tokens are not that shape.
 pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, TableDdl)> {
     use proc_macro2::{Delimiter, TokenTree};
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();

@@ -239,30 +239,27 @@ impl Walker<'_, '_> {
         &mut self,
         e: &syn::Expr,
     ) -> (Vec<Column>, Vec<(Column, Part)>) {
+        // The chain's calls, last first, down to its root.
+        let mut calls = Vec::new();
+        let mut root = e;
+        while let syn::Expr::MethodCall(m) = root {
+            calls.push(m);
+            root = &m.receiver;
+        }
+        let target = match root {
+            syn::Expr::Call(c) if matches!(callee(c).as_deref(), Some("column" | "columns")) => c
+                .args
+                .first()
+                .map(|a| self.seaorm_columns(a))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         let mut sets = Vec::new();
-        let mut e = e;
-        loop {
-            let m = match e {
-                syn::Expr::MethodCall(m) => m,
-                syn::Expr::Call(c) => {
-                    let f = match &*c.func {
-                        syn::Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
-                        _ => None,
-                    };
-                    let target = match (f.as_deref(), c.args.first()) {
-                        (Some("column" | "columns"), Some(a)) => self.seaorm_columns(a),
-                        _ => Vec::new(),
-                    };
-                    sets.reverse();
-                    return (target, sets);
-                }
-                _ => break,
-            };
+        for m in calls.into_iter().rev() {
             let arg = m.args.first();
             match m.method.to_string().as_str() {
                 "update_column" | "update_columns" => {
-                    let cols = arg.map(|a| self.seaorm_columns(a)).unwrap_or_default();
-                    for c in cols.into_iter().rev() {
+                    for c in arg.map(|a| self.seaorm_columns(a)).unwrap_or_default() {
                         let excluded = Part::Sql(vec![
                             Piece::Text("EXCLUDED.".into()),
                             Piece::Column(c.clone()),
@@ -281,10 +278,8 @@ impl Walker<'_, '_> {
                 }
                 _ => {}
             }
-            e = &m.receiver;
         }
-        sets.reverse();
-        (Vec::new(), sets)
+        (target, sets)
     }
 
     /// `posts::Column::Score`, `[a, b]`, `vec![a, b]`: columns named in a list.
@@ -334,11 +329,7 @@ impl Walker<'_, '_> {
                 self.seaorm_pieces(&m.args[0], out);
             }
             syn::Expr::Call(c) if c.args.len() == 1 => {
-                let f = match &*c.func {
-                    syn::Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
-                    _ => None,
-                };
-                match (f.as_deref(), self.seaorm_column(&c.args[0])) {
+                match (callee(c).as_deref(), self.seaorm_column(&c.args[0])) {
                     (Some("col"), Some(col)) => out.push(Piece::Column(col)),
                     _ => out.push(Piece::Param(self.bound(&c.args[0]))),
                 }
@@ -375,6 +366,14 @@ impl Walker<'_, '_> {
             name,
             at: self.span(last),
         })
+    }
+}
+
+/// The name a call calls (`column` of `OnConflict::column(c)`), when it names a path.
+fn callee(c: &syn::ExprCall) -> Option<String> {
+    match &*c.func {
+        syn::Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
     }
 }
 
