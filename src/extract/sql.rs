@@ -269,6 +269,7 @@ impl Front {
             "plpgsql" => {
                 let parsed = plpgsql::read_body(&body, self.dialect);
                 let mut known: Vec<String> = parsed.declared.clone();
+                known.extend(parsed.loops.iter().flat_map(|l| l.vars.iter().cloned()));
                 known.extend(routine_params(src, &stmt.tokens));
                 known.push("found".to_string());
                 // The statements each variable's value comes from, and each statement's.
@@ -305,8 +306,27 @@ impl Front {
                     }
                     of_step.insert(step.seq, from);
                     known.extend(s.assigns.iter().cloned());
+                    if let Some(l) = parsed.loops.iter().find(|l| l.query == step.seq) {
+                        unit.loops.push(Loop {
+                            branch: l.arm,
+                            vars: l.vars.clone(),
+                            sorted: step.facts.ordered,
+                            span: step.span,
+                            query: Some(step.seq),
+                        });
+                    }
                     push(step, &mut txs, &mut tx);
                 }
+                unit.handlers = parsed
+                    .handlers
+                    .iter()
+                    .map(|h| Handler {
+                        after: h.after,
+                        upto: h.upto,
+                        arms: h.arms.clone(),
+                        span: Span::new(self.file, map.host_range(h.range.clone())),
+                    })
+                    .collect();
                 unit.conditions = parsed
                     .conditions
                     .iter()

@@ -64,8 +64,10 @@ pub struct Unit {
     pub sessions: Vec<Session>,
     /// Branch arms taken on a condition computed from query results.
     pub conditions: Vec<Condition>,
-    /// Loops of host code over collections (the body is a branch arm).
+    /// Loops over collections or query rows (the body is a branch arm).
     pub loops: Vec<Loop>,
+    /// PL/pgSQL blocks that catch errors (savepoints).
+    pub handlers: Vec<Handler>,
     /// Groups of branch arms of which one run takes at most one: the arms of one `if`/`else`,
     /// `match`, PL/pgSQL `IF`/`ELSIF`/`ELSE` or `CASE`.
     pub choices: Vec<Vec<usize>>,
@@ -91,6 +93,7 @@ impl Unit {
             sessions: Vec::new(),
             conditions: Vec::new(),
             loops: Vec::new(),
+            handlers: Vec::new(),
             choices: Vec::new(),
             test: false,
             runner: None,
@@ -214,6 +217,21 @@ pub struct Loop {
     /// The collection is visited in sorted order.
     pub sorted: bool,
     /// The collection expression.
+    pub span: Span,
+    /// PL/pgSQL `FOR r IN <query> LOOP`: the query's step (by [`Step::seq`]).
+    pub query: Option<usize>,
+}
+
+/// `BEGIN .. EXCEPTION WHEN .. THEN .. END`: the block runs as a savepoint; when a handler
+/// runs, the body's work and the locks it took were rolled back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handler {
+    /// The body is the steps after position `after` up to `upto` (see [`Step::seq`]).
+    pub after: usize,
+    pub upto: usize,
+    /// The handlers' branch arms.
+    pub arms: Vec<usize>,
+    /// The `EXCEPTION` keyword.
     pub span: Span,
 }
 

@@ -35,6 +35,29 @@ pub struct PlExit {
     pub range: std::ops::Range<usize>,
 }
 
+/// `BEGIN .. EXCEPTION WHEN .. THEN .. END`: a block that catches errors runs as a savepoint.
+/// When a handler runs, what the block's body did, its locks included, was rolled back.
+#[derive(Debug)]
+pub struct PlHandler {
+    /// The body is what runs after position `after` up to `upto` (see [`PlStatement::seq`]).
+    pub after: usize,
+    pub upto: usize,
+    /// The handlers' branch arms (one per `WHEN`).
+    pub arms: Vec<usize>,
+    /// Byte range of the `EXCEPTION` keyword in the body.
+    pub range: std::ops::Range<usize>,
+}
+
+/// `FOR target IN <query> LOOP`: the body runs once per row, in the query's order.
+#[derive(Debug)]
+pub struct PlLoop {
+    /// The body's branch arm.
+    pub arm: usize,
+    pub vars: Vec<String>,
+    /// The query's position (see [`PlStatement::seq`]).
+    pub query: usize,
+}
+
 /// A branch arm and the statements its condition is computed from (by [`PlStatement::seq`]).
 #[derive(Debug)]
 pub struct PlCondition {
@@ -51,6 +74,8 @@ pub struct Body {
     pub conditions: Vec<PlCondition>,
     /// Groups of arms of which one run takes at most one.
     pub choices: Vec<Vec<usize>>,
+    pub handlers: Vec<PlHandler>,
+    pub loops: Vec<PlLoop>,
 }
 
 /// An open control structure.
@@ -67,9 +92,11 @@ enum Frame {
         conds: Vec<usize>,
     },
     Loop,
-    /// `BEGIN ... [EXCEPTION ...] END`: the handlers' choice group once `EXCEPTION` is seen.
+    /// `BEGIN ... [EXCEPTION ...] END`: the position before its body; once `EXCEPTION` is
+    /// seen, the handlers' choice group and their [`PlHandler`].
     Block {
-        handlers: Option<usize>,
+        after: usize,
+        handlers: Option<(usize, usize)>,
     },
 }
 
@@ -249,7 +276,14 @@ impl Reader<'_> {
                 i += 1;
             } else if self.is(i, "begin") {
                 *in_declare = false;
-                self.frames.push((Frame::Block { handlers: None }, None));
+                let after = self.seq;
+                self.frames.push((
+                    Frame::Block {
+                        after,
+                        handlers: None,
+                    },
+                    None,
+                ));
                 i += 1;
             } else if *in_declare {
                 if let Some(name) = self.word(i) {
@@ -268,8 +302,16 @@ impl Reader<'_> {
                 return;
             } else if self.is(i, "exception") {
                 let group = self.choice();
-                if let Some((Frame::Block { handlers }, _)) = self.frames.last_mut() {
-                    *handlers = Some(group);
+                let handler = self.out.handlers.len();
+                if let Some((Frame::Block { after, handlers }, _)) = self.frames.last_mut() {
+                    *handlers = Some((group, handler));
+                    let after = *after;
+                    self.out.handlers.push(PlHandler {
+                        after,
+                        upto: self.seq,
+                        arms: Vec::new(),
+                        range: self.t[i].start..self.t[i].end,
+                    });
                 }
                 i += 1;
             } else if self.is(i, "else") {
@@ -296,9 +338,16 @@ impl Reader<'_> {
                         }
                         self.arm(Some(g), &c);
                     }
-                    Some((Frame::Block { handlers: Some(g) }, _)) => {
-                        let g = *g;
+                    Some((
+                        Frame::Block {
+                            handlers: Some((g, h)),
+                            ..
+                        },
+                        _,
+                    )) => {
+                        let (g, h) = (*g, *h);
                         self.arm(Some(g), &[]);
+                        self.out.handlers[h].arms.push(self.next_arm);
                     }
                     _ => {}
                 }
@@ -353,6 +402,7 @@ impl Reader<'_> {
             } else if self.is(i, "for") || self.is(i, "foreach") {
                 let stop = self.find(i + 1, end, &["loop"]).unwrap_or(end);
                 let mut conds = Vec::new();
+                let mut vars = Vec::new();
                 if let Some(inn) = self.find(i + 1, stop, &["in"]) {
                     let q = if self.is(inn + 1, "reverse") {
                         inn + 2
@@ -362,10 +412,17 @@ impl Reader<'_> {
                     if self.is(q, "select") || self.is(q, "with") {
                         self.emit(q, stop, "", None, Vec::new());
                         conds.extend(self.emitted(q));
+                        if self.is(i, "for") {
+                            vars = (i + 1..inn).filter_map(|j| self.word(j)).collect();
+                        }
                     }
                 }
                 self.frames.push((Frame::Loop, None));
                 self.arm(None, &conds);
+                if let (Some(&query), false) = (conds.first(), vars.is_empty()) {
+                    let arm = self.next_arm;
+                    self.out.loops.push(PlLoop { arm, vars, query });
+                }
                 i = stop + 1;
             } else {
                 break;
@@ -630,6 +687,45 @@ mod tests {
         assert_eq!(at("SELECT n + 1").branch.len(), 1);
         assert!(at("INSERT INTO bookings").branch.is_empty());
         assert!(b.exits[1].branch.is_empty());
+    }
+
+    #[test]
+    fn exception_blocks_and_query_loops() {
+        let body = "BEGIN
+            BEGIN
+                PERFORM pg_advisory_xact_lock(1);
+                INSERT INTO t VALUES (1);
+            EXCEPTION
+                WHEN unique_violation THEN UPDATE t SET n = 1;
+                WHEN others THEN RAISE;
+            END;
+            FOR r, q IN SELECT id, n FROM src WHERE batch = 1 LOOP
+                UPDATE dst SET n = q WHERE id = r;
+            END LOOP;
+            FOR i IN 1..3 LOOP PERFORM f(i); END LOOP;
+        END";
+        let b = read_body(body, Dialect::Postgres);
+        let seq = |text: &str| {
+            b.statements
+                .iter()
+                .find(|s| s.raw.sql.contains(text))
+                .unwrap()
+        };
+        // One handler block: its body is the lock and the INSERT; two handler arms.
+        assert_eq!(b.handlers.len(), 1);
+        let h = &b.handlers[0];
+        assert_eq!(&body[h.range.clone()], "EXCEPTION");
+        let (lock, insert) = (seq("pg_advisory_xact_lock").seq, seq("INSERT").seq);
+        assert!(h.after < lock && insert <= h.upto);
+        assert_eq!(h.arms.len(), 2);
+        assert_eq!(seq("UPDATE t").branch.last(), Some(&h.arms[0]));
+        assert_eq!(b.exits[0].branch.last(), Some(&h.arms[1]));
+        // The query loop binds its targets; the integer loop is no query loop.
+        assert_eq!(b.loops.len(), 1);
+        let l = &b.loops[0];
+        assert_eq!(l.vars, ["r", "q"]);
+        assert_eq!(l.query, seq("FROM src").seq);
+        assert_eq!(seq("UPDATE dst").branch, [l.arm]);
     }
 
     #[test]

@@ -100,7 +100,12 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
             lp.vars
                 .iter()
                 .any(|v| i.text == *v || i.text.starts_with(&format!("{v}.")))
-        });
+        }) || step
+            .facts
+            .extra()
+            .uses
+            .iter()
+            .any(|u| lp.vars.contains(&u.to_string()));
         // Rows claimed with `SKIP LOCKED` one key at a time never wait: no deadlock.
         let acquired = lockgraph::acquisitions(step)
             .into_iter()
@@ -108,19 +113,36 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
         let (Some((resource, span, _)), true) = (acquired, keyed) else {
             return None;
         };
+        // `FOR r IN SELECT id FROM t .. LOOP UPDATE t .. WHERE id = r.id`: every run of the
+        // query visits the rows of `t` in the same scan order; only rows of another table,
+        // reached through the query's values, come in an order of their own.
+        let query = lp.query.and_then(|q| before.iter().find(|s| s.seq == q));
+        if query.is_some_and(|q| {
+            q.facts
+                .reads
+                .iter()
+                .any(|t| resource == Resource::Table(t.name.to_string()))
+        }) {
+            return None;
+        }
         Some(
             Diagnostic::new(
                 &RULE,
                 span,
                 format!(
-                    "rows of {} are locked one at a time in the order of a collection that is not sorted: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
-                    resource.label()
+                    "rows of {} are locked one at a time in the order of {}: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
+                    resource.label(),
+                    if query.is_some() { "the rows of a query with no `ORDER BY`" } else { "a collection that is not sorted" },
                 ),
             )
-            .note("locked once per key, in collection order")
+            .note(if query.is_some() { "locked once per row of the loop's query" } else { "locked once per key, in collection order" })
             .in_step(step)
             .label(lp.span, "iterated in no particular order")
-            .help("sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)"),
+            .help(if query.is_some() {
+                "add `ORDER BY` on the key to the loop's query, or lock the rows first in one statement (`SELECT ... ORDER BY id FOR UPDATE`)"
+            } else {
+                "sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)"
+            }),
         )
     }
 }

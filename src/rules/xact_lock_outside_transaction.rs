@@ -26,6 +26,9 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
         }
         if matches!(unit.kind, UnitKind::Routine | UnitKind::DoBlock) {
             body_commits(&unit.transactions, out);
+            for h in &unit.handlers {
+                handler(unit, h, out);
+            }
         }
         if unit.kind == UnitKind::Script {
             for d in &mut out[first..] {
@@ -202,6 +205,69 @@ fn released_then_work(
         );
     }
     None
+}
+
+/// A PL/pgSQL block that catches errors is a savepoint: when its handler runs, the locks its
+/// body took are gone, and the work that follows on that path (in the handler, or after the
+/// block) runs without them.
+fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
+    // A handler that leaves (`RAISE`, `RETURN`) ends its path.
+    let leaves = |arm: usize, before: usize| {
+        unit.exits
+            .iter()
+            .any(|e| e.seq > h.upto && e.seq < before && e.branch.last() == Some(&arm))
+    };
+    let falls_through = h.arms.iter().any(|&a| !leaves(a, usize::MAX));
+    for tx in &unit.transactions {
+        let mut body = tx
+            .steps
+            .iter()
+            .filter(|s| s.seq > h.after && s.seq <= h.upto);
+        let Some(lock) = body.find(|s| s.facts.xact_locks().next().is_some()) else {
+            continue;
+        };
+        let guarded: Vec<&Step> = std::iter::once(lock).chain(body).collect();
+        let released: Vec<(Span, String)> =
+            guarded.iter().flat_map(|s| s.facts.xact_locks()).collect();
+        let (lock_span, what) = &released[0];
+        // Work on what the lock guarded in the block; a handler that logs elsewhere is not.
+        let tables = |s: &Step| -> Vec<Name> {
+            let f = &s.facts;
+            f.reads
+                .iter()
+                .chain(&f.writes)
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let guarded: Vec<Name> = guarded.iter().flat_map(|s| tables(s)).collect();
+        for step in tx.steps.iter().filter(|s| s.seq > h.upto) {
+            if retakes(step, &released) {
+                break;
+            }
+            if !tables(step).iter().any(|t| guarded.contains(t)) {
+                continue;
+            }
+            let reached = match h.arms.iter().find(|a| step.branch.contains(a)) {
+                Some(&arm) => !leaves(arm, step.seq),
+                None => falls_through && !unit.exclusive(&lock.branch, &step.branch),
+            };
+            if !reached {
+                continue;
+            }
+            out.push(
+                Diagnostic::new(
+                    &RULE,
+                    h.span,
+                    format!("when this handler catches an error, the block's work is rolled back and {what} with it, so the statements that follow run without the lock"),
+                )
+                .note("a block with an `EXCEPTION` clause runs as a savepoint")
+                .label(*lock_span, "lock taken here, inside the block")
+                .label(step.span, "runs without the lock when the handler ran")
+                .help("take the lock before the `BEGIN` of the block that catches errors, or take it again in the handler"),
+            );
+            break;
+        }
+    }
 }
 
 /// A procedure or `DO` block that ends its transaction (`COMMIT`, `ROLLBACK`) releases every

@@ -211,6 +211,49 @@ fn lock_order_helper_calls_in_argument_order_deadlock() {
     assert_eq!(errors, ["40P01"], "a: {ra:?}, b: {rb:?}");
 }
 
+/// A loop over a query's rows locks another table's rows in the order the query returns them:
+/// with no `ORDER BY`, the order the entries were stored in. Two settlements whose entries
+/// name the same accounts in opposite orders deadlock; ordering the query by the account stops
+/// it. Session `c` holds account 3 so that `a` waits inside its loop, holding account 1, while
+/// `b` takes account 2 and waits for 1.
+fn settle_batches(order_by: &str) -> Vec<String> {
+    let db = db(&format!(
+        "CREATE TABLE balances (account_id int PRIMARY KEY, amount int NOT NULL); \
+         INSERT INTO balances VALUES (1, 0), (2, 0), (3, 0); \
+         CREATE TABLE entries (batch text, account_id int, amount int); \
+         INSERT INTO entries VALUES ('a', 1, 1), ('a', 3, 1), ('a', 2, 1), ('b', 2, 1), ('b', 1, 1); \
+         CREATE FUNCTION settle(b text) RETURNS void LANGUAGE plpgsql AS $$ \
+         DECLARE e record; BEGIN \
+         FOR e IN SELECT account_id, amount FROM entries WHERE batch = b {order_by} LOOP \
+         UPDATE balances SET amount = amount + e.amount WHERE account_id = e.account_id; \
+         END LOOP; END $$"
+    ));
+    let (mut a, mut b, mut c) = (db.session(), db.session(), db.session());
+    c.run("BEGIN");
+    c.run("UPDATE balances SET amount = amount WHERE account_id = 3");
+    a.send("SELECT settle('a')");
+    db.until_blocked(&a);
+    b.send("SELECT settle('b')");
+    db.until_blocked(&b);
+    c.run("COMMIT");
+    let (ra, rb) = (a.wait(), b.wait());
+    [sqlstate(&ra), sqlstate(&rb)]
+        .into_iter()
+        .flatten()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn lock_order_query_loop_unordered_deadlocks() {
+    assert_eq!(settle_batches(""), ["40P01"]);
+}
+
+#[test]
+fn lock_order_fix_query_loop_ordered() {
+    assert_eq!(settle_batches("ORDER BY account_id"), Vec::<String>::new());
+}
+
 #[test]
 fn lock_order_opposite_advisory_locks_deadlock() {
     let one = "SELECT pg_advisory_xact_lock(1)";

@@ -610,6 +610,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                         vars: names,
                         sorted,
                         span: at,
+                        query: None,
                     });
                     w.block(&f.body)
                 });
