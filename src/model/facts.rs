@@ -73,6 +73,9 @@ pub struct Extra {
     /// columns the subquery picks its row by and the outer `WHERE` does not test again (a
     /// one-statement claim: a waiting `UPDATE` re-checks only the outer `WHERE`).
     pub claim: List<Name>,
+    /// An `UPDATE`'s `WHERE` conjuncts other than `col = value`: the column each orders
+    /// against a value (`state < 'done'`), none for any other condition.
+    pub compared: List<Option<Name>>,
     /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = ..)`: the
     /// columns the insert first checks are absent (an existence check in the statement itself).
     pub absent: List<Name>,
@@ -105,6 +108,7 @@ static NO_EXTRA: Extra = Extra {
     aggregates: List::new(),
     ddl: None,
     claim: List::new(),
+    compared: List::new(),
     absent: List::new(),
     assigns: List::new(),
     uses: List::new(),

@@ -39,6 +39,10 @@ pub struct Structure {
     /// `UPDATE t .. WHERE id = (SELECT id FROM t WHERE state = 'queued' ..)`: the columns the
     /// subquery picks its row by that the outer `WHERE` does not test again.
     pub claim: Vec<String>,
+    /// An `UPDATE`'s `WHERE` conjuncts other than `col = value`: for each, the column it
+    /// orders against a value with `<`, `<=`, `>` or `>=` (`state < 'done'`), none for any
+    /// other condition.
+    pub compared: Vec<Option<String>>,
     /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = .. AND b = ..)`:
     /// the columns the insert checks are absent first.
     pub absent: Vec<String>,
@@ -290,6 +294,9 @@ pub fn structure(
             }
             if let Some(w) = &u.selection {
                 s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+                if s.other_conditions {
+                    s.compared = compared(w);
+                }
                 if let TableFactor::Table { name, .. } = &u.table.relation {
                     s.claim = claim(w, &table_name(name));
                 }
@@ -389,6 +396,42 @@ fn column_name(e: &Expr) -> Option<String> {
         Expr::CompoundIdentifier(parts) => parts.last().map(name),
         _ => None,
     }
+}
+
+/// See [`Structure::compared`].
+fn compared(w: &Expr) -> Vec<Option<String>> {
+    let mut parts = Vec::new();
+    and_parts(w, &mut parts);
+    let is_value = |e: &Expr| matches!(e, Expr::Value(_) | Expr::Cast { .. });
+    parts
+        .into_iter()
+        .filter_map(|part| match part {
+            Expr::BinaryOp { left, op, right } => {
+                let (l, r) = (column_name(left), column_name(right));
+                // `col = value` (either way round) is a filter (see `conjunct`).
+                if *op == BinaryOperator::Eq && (l.is_some() || r.is_some()) {
+                    return None;
+                }
+                let (col, other) = match (l, r) {
+                    (Some(c), None) => (Some(c), right),
+                    (None, Some(c)) => (Some(c), left),
+                    _ => (None, left),
+                };
+                match op {
+                    BinaryOperator::Lt
+                    | BinaryOperator::LtEq
+                    | BinaryOperator::Gt
+                    | BinaryOperator::GtEq
+                        if is_value(other) =>
+                    {
+                        Some(col)
+                    }
+                    _ => Some(None),
+                }
+            }
+            _ => Some(None),
+        })
+        .collect()
 }
 
 /// `a = x AND b = y AND ...`: the `col = value` conjuncts; false when there are other

@@ -808,6 +808,7 @@ impl Reader<'_> {
         if !s.aggregates.is_empty()
             || s.ddl.is_some()
             || !s.claim.is_empty()
+            || !s.compared.is_empty()
             || !s.absent.is_empty()
             || !s.calls.is_empty()
         {
@@ -823,6 +824,7 @@ impl Reader<'_> {
             e.aggregates = s.aggregates.into_iter().map(Name::from).collect();
             e.ddl = s.ddl.map(Box::new);
             e.claim = s.claim.into_iter().map(Name::from).collect();
+            e.compared = s.compared.into_iter().map(|c| c.map(Name::from)).collect();
             e.absent = s.absent.into_iter().map(Name::from).collect();
             e.condition = s.condition.map(|mut o| {
                 rename(&mut o);

@@ -330,7 +330,7 @@ fn finding(
     }
     let line = cx.line(r.step.span);
     let decision = match status {
-        Some(c) => format!("`{c}` read"),
+        Some(t) => format!("`{}` read", t.column),
         None => what(r.step),
     };
     let mut message = format!(
@@ -341,10 +341,24 @@ fn finding(
             "this write depends on the {decision} at line {line} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
         );
     }
-    if let Some(c) = status {
-        message += &format!(
-            " (two runs can both see the old `{c}` and both make this change, as its `WHERE` does not test `{c}`)"
-        );
+    match status {
+        Some(Transition {
+            column: c,
+            weaker: false,
+        }) => {
+            message += &format!(
+                " (two runs can both see the old `{c}` and both make this change, as its `WHERE` does not test `{c}`)"
+            )
+        }
+        Some(Transition {
+            column: c,
+            weaker: true,
+        }) => {
+            message += &format!(
+                " (its `WHERE` tests `{c}` only with a range that values other than the one read also pass, so a row whose `{c}` moved on in between is still overwritten)"
+            )
+        }
+        None => {}
     }
     if wf.kind == StmtKind::Insert && !cx.program.schema.declares(table) {
         message += &format!(
@@ -366,7 +380,7 @@ fn finding(
         .in_step(w.step)
         .label(r.step.span, "decided here");
     Some(match status {
-        Some(c) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
+        Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
         None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
     })
 }
@@ -380,11 +394,10 @@ fn finding(
 /// reads `*` (what was decided on is not known), or the row is locked again before the write
 /// (`SELECT .. FOR UPDATE` of the same key in its transaction: the write acts on what that
 /// read found).
-fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<&'s str> {
+fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<Transition<'s>> {
     let At { txn, step: w, .. } = flow.steps[wi];
     let (rf, wf) = (&r.facts, &w.facts);
     if wf.kind != StmtKind::Update
-        || wf.other_conditions
         || !rf.extra().aggregates.is_empty()
         || !rf.reads.iter().any(|t| t.name == table)
         || rf.columns.iter().any(|c| c.as_str() == "*")
@@ -417,7 +430,36 @@ fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<&'
             .iter()
             .find(|c| **c == s.column && !rf.filters.iter().any(|p| p.column == s.column))
     })?;
-    (!wf.filters.iter().any(|p| p.column == *c)).then_some(c.as_str())
+    if wf.filters.iter().any(|p| p.column == *c) {
+        return None;
+    }
+    // Other conditions in the write: an ordering of the state itself (`state < 'succeeded'`)
+    // lets more than the value read through, when the state is set to a value of its own (not
+    // `available = available - $1 .. AND available >= $1`, whose test is the decision).
+    // `state <> 'done'` is often the very test the decision made, and is left alone.
+    let compared = &wf.extra().compared;
+    let set_to_value = wf
+        .sets
+        .iter()
+        .any(|s| s.column == *c && s.value.idents.iter().all(|i| is_var(i, w)));
+    if wf.other_conditions
+        && (compared.is_empty() || compared.iter().any(|o| o.as_ref() != Some(c)) || !set_to_value)
+    {
+        return None;
+    }
+    Some(Transition {
+        column: c.as_str(),
+        weaker: wf.other_conditions,
+    })
+}
+
+/// See [`transition`].
+#[derive(Clone, Copy)]
+struct Transition<'s> {
+    /// The state column.
+    column: &'s str,
+    /// The write tests it, but with a comparison that more states than the one read pass.
+    weaker: bool,
 }
 
 /// Some `WHERE` condition of `a` and one of `b` test the same column against the same value:

@@ -849,6 +849,16 @@ fn check_then_act_status_transition_starts_twice() {
     assert_eq!((a.as_str(), b.as_str(), worker.as_str()), ("1", "1", "b"));
 }
 
+/// A weaker test than the decision: `state < 'succeeded'` lets `running` through as well as
+/// the `queued` both workers read, so the second worker still starts the job.
+#[test]
+fn check_then_act_stale_state_predicate_starts_twice() {
+    let (a, b, worker) = start_twice(
+        "UPDATE jobs SET state = 'running', worker = '$w' WHERE id = 1 AND state < 'succeeded' RETURNING id",
+    );
+    assert_eq!((a.as_str(), b.as_str(), worker.as_str()), ("1", "1", "b"));
+}
+
 /// Fix: the write tests the state it decided on; the second worker's `UPDATE` matches no row.
 #[test]
 fn check_then_act_status_transition_fix_state_tested() {
