@@ -254,6 +254,25 @@ fn lock_order_fix_query_loop_ordered() {
     assert_eq!(settle_batches("ORDER BY account_id"), Vec::<String>::new());
 }
 
+/// A multi-row `UPDATE` over a key set locks rows in its scan's order, not the array's: blocked
+/// on row 1 (held by `c`), the `UPDATE .. = ANY('{2,1}')` holds nothing yet, so row 2 is free.
+/// Two runs of one statement under one plan take their rows in one order.
+#[test]
+fn lock_order_update_key_set_not_in_array_order() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut c, mut d) = (db.session(), db.session(), db.session());
+    c.run("BEGIN");
+    c.run("UPDATE accounts SET balance = balance WHERE id = 1");
+    a.send("UPDATE accounts SET balance = balance + 1 WHERE id = ANY('{2,1}')");
+    db.until_blocked(&a);
+    assert_eq!(
+        d.run("SELECT id FROM accounts WHERE id = 2 FOR UPDATE NOWAIT"),
+        "2"
+    );
+    c.run("COMMIT");
+    assert_eq!(sqlstate(&a.wait()), None);
+}
+
 #[test]
 fn lock_order_opposite_advisory_locks_deadlock() {
     let one = "SELECT pg_advisory_xact_lock(1)";
