@@ -230,7 +230,6 @@ fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
         let released: Vec<(Span, String)> =
             guarded.iter().flat_map(|s| s.facts.xact_locks()).collect();
         let (lock_span, what) = &released[0];
-        // Work on what the lock guarded in the block; a handler that logs elsewhere is not.
         let tables = |s: &Step| -> Vec<Name> {
             let f = &s.facts;
             f.reads
@@ -244,7 +243,9 @@ fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
             if retakes(step, &released) {
                 break;
             }
-            if !tables(step).iter().any(|t| guarded.contains(t)) {
+            // A write to what the lock guarded; a handler that logs elsewhere, or reads the
+            // row that won (get-or-create), needs no lock.
+            if !step.facts.modifies || !tables(step).iter().any(|t| guarded.contains(t)) {
                 continue;
             }
             let reached = match h.arms.iter().find(|a| step.branch.contains(a)) {
