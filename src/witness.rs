@@ -587,6 +587,13 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
             false,
         ),
         StmtKind::Update => {
+            // A range in the write (`state < 'succeeded'`) needs a row in a state that passes
+            // both it and the check, which the statements do not name.
+            if let Some(Some(c)) = write.step.facts.extra().compared.first() {
+                return Err(format!(
+                    "{at}: the write tests `{c}` with a range, and the row's `{c}` that passes both the check and the range is not named in the statements"
+                ));
+            }
             // The row the check finds, and a written value that tells the two calls apart.
             let row: Result<Vec<(String, String)>, String> = read
                 .step
