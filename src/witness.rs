@@ -587,22 +587,21 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
             false,
         ),
         StmtKind::Update => {
-            // A range in the write (`state < 'succeeded'`) needs a row in a state that passes
-            // both it and the check, which the statements do not name.
-            if let Some(Some(c)) = write.step.facts.extra().compared.first() {
-                return Err(format!(
-                    "{at}: the write tests `{c}` with a range, and the row's `{c}` that passes both the check and the range is not named in the statements"
-                ));
-            }
-            // The row the check finds, and a written value that tells the two calls apart.
-            let row: Result<Vec<(String, String)>, String> = read
+            // The row the check finds, in the state the check lets through, and a written
+            // value that tells the two calls apart.
+            let mut row = read
                 .step
                 .facts
                 .filters
                 .iter()
                 .map(|p| Ok((p.column.to_string(), subst(&p.value)?)))
-                .collect();
-            w.setup.push(insert_row(&table, &row?, &columns, "0"));
+                .collect::<Result<Vec<(String, String)>, String>>()?;
+            if let Some((c, v)) = checked_state(program, write.tx, read.step)
+                && !row.iter().any(|(k, _)| *k == c)
+            {
+                row.push((c, v));
+            }
+            w.setup.push(insert_row(&table, &row, &columns, "0"));
             let set = write
                 .step
                 .facts
@@ -658,6 +657,33 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
         ),
     };
     Ok(())
+}
+
+/// The state a check lets through: after `SELECT state INTO s ..`, a condition on `s` that
+/// compares it with one text literal (`IF s <> 'queued' THEN RAISE ..`, `IF s = 'queued'
+/// THEN ..`): the column read into `s` and that literal. The row is set up in that state so
+/// that both calls pass the check on what is in the row, not on a NULL.
+fn checked_state(program: &Program, tx: &Transaction, read: &Step) -> Option<(String, String)> {
+    let f = &read.facts;
+    let assigns = &f.extra().assigns;
+    if assigns.len() != f.columns.len() {
+        return None;
+    }
+    tx.steps
+        .iter()
+        .filter(|s| s.seq > read.seq && s.facts.reads.is_empty())
+        .find_map(|s| {
+            let i = assigns
+                .iter()
+                .position(|a| s.facts.extra().uses.contains(a))?;
+            let text = program.files[s.span.file]
+                .text()
+                .get(s.span.start()..s.span.end())?;
+            let mut quoted = text.split('\'');
+            let (_, literal, rest) = (quoted.next()?, quoted.next()?, quoted.next()?);
+            (quoted.next().is_none() && !rest.contains('\''))
+                .then(|| (f.columns[i].to_string(), format!("'{literal}'")))
+        })
 }
 
 /// The routine's input parameters (name, type) from its `CREATE` statement.

@@ -197,7 +197,6 @@ fn witness_says_what_is_missing() {
     assert!(missing("lock-order-inversion/advisory.sql", 14).contains("host code"));
     assert!(missing("lost-update/sqlx.rs", 11).contains("Rust code"));
     assert!(missing("check-then-act/plpgsql.sql", 8).contains("tells the two calls apart"));
-    assert!(missing("check-then-act/stale_state.sql", 12).contains("with a range"));
 }
 
 /// Every witness txlint writes for a fixture's finding shows its race on the server: a witness
