@@ -162,6 +162,7 @@ pub fn extract(
     files.extend(extra.into_files());
     out
 }
+
 /// Text to parse above which a batch waits until no other such batch is being read: two large
 /// workspaces' syntax trees at once set a whole run's peak memory (the registry's 1,603 crates:
 /// 374 -> 295 MB, the wall time 27 -> 30 s on two cores; `cargo bench --bench rust_tree`).
