@@ -680,8 +680,10 @@ fn checked_state(program: &Program, tx: &Transaction, read: &Step) -> Option<(St
                 .text()
                 .get(s.span.start()..s.span.end())?;
             let mut quoted = text.split('\'');
-            let (_, literal, rest) = (quoted.next()?, quoted.next()?, quoted.next()?);
-            (quoted.next().is_none() && !rest.contains('\''))
+            let (_, literal, _) = (quoted.next()?, quoted.next()?, quoted.next()?);
+            quoted
+                .next()
+                .is_none()
                 .then(|| (f.columns[i].to_string(), format!("'{literal}'")))
         })
 }

@@ -419,7 +419,9 @@ impl Reader<'_> {
                 }
                 self.frames.push((Frame::Loop, None));
                 self.arm(None, &conds);
-                if let (Some(&query), false) = (conds.first(), vars.is_empty()) {
+                if !vars.is_empty()
+                    && let Some(&query) = conds.first()
+                {
                     let arm = self.next_arm;
                     self.out.loops.push(PlLoop { arm, vars, query });
                 }

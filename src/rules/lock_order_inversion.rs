@@ -105,7 +105,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
             .extra()
             .uses
             .iter()
-            .any(|u| lp.vars.contains(&u.to_string()));
+            .any(|u| lp.vars.iter().any(|v| v.as_str() == u.as_str()));
         // Rows claimed with `SKIP LOCKED` one key at a time never wait: no deadlock.
         let acquired = lockgraph::acquisitions(step)
             .into_iter()
@@ -121,28 +121,35 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
             q.facts
                 .reads
                 .iter()
-                .any(|t| resource == Resource::Table(t.name.to_string()))
+                .any(|t| matches!(&resource, Resource::Table(n) if *n == t.name))
         }) {
             return None;
         }
+        let (order, note, help) = match query {
+            Some(_) => (
+                "the rows of a query with no `ORDER BY`",
+                "locked once per row of the loop's query",
+                "add `ORDER BY` on the key to the loop's query, or lock the rows first in one statement (`SELECT ... ORDER BY id FOR UPDATE`)",
+            ),
+            None => (
+                "a collection that is not sorted",
+                "locked once per key, in collection order",
+                "sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)",
+            ),
+        };
         Some(
             Diagnostic::new(
                 &RULE,
                 span,
                 format!(
-                    "rows of {} are locked one at a time in the order of {}: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
+                    "rows of {} are locked one at a time in the order of {order}: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
                     resource.label(),
-                    if query.is_some() { "the rows of a query with no `ORDER BY`" } else { "a collection that is not sorted" },
                 ),
             )
-            .note(if query.is_some() { "locked once per row of the loop's query" } else { "locked once per key, in collection order" })
+            .note(note)
             .in_step(step)
             .label(lp.span, "iterated in no particular order")
-            .help(if query.is_some() {
-                "add `ORDER BY` on the key to the loop's query, or lock the rows first in one statement (`SELECT ... ORDER BY id FOR UPDATE`)"
-            } else {
-                "sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)"
-            }),
+            .help(help),
         )
     }
 }

@@ -226,9 +226,9 @@ fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
         let Some(lock) = body.find(|s| s.facts.xact_locks().next().is_some()) else {
             continue;
         };
-        let guarded: Vec<&Step> = std::iter::once(lock).chain(body).collect();
+        let locked: Vec<&Step> = std::iter::once(lock).chain(body).collect();
         let released: Vec<(Span, String)> =
-            guarded.iter().flat_map(|s| s.facts.xact_locks()).collect();
+            locked.iter().flat_map(|s| s.facts.xact_locks()).collect();
         let (lock_span, what) = &released[0];
         let tables = |s: &Step| -> Vec<Name> {
             let f = &s.facts;
@@ -238,7 +238,7 @@ fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
                 .map(|t| t.name.clone())
                 .collect()
         };
-        let guarded: Vec<Name> = guarded.iter().flat_map(|s| tables(s)).collect();
+        let guarded: Vec<Name> = locked.iter().flat_map(|s| tables(s)).collect();
         for step in tx.steps.iter().filter(|s| s.seq > h.upto) {
             if retakes(step, &released) {
                 break;

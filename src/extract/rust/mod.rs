@@ -169,7 +169,8 @@ pub fn extract(
 const HEAVY_ABOVE: usize = 1024 * 1024;
 static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Parsed text above which a batch gives the memory its syntax trees freed back to the system.
+/// Text given to syn above which a batch returns the memory its syntax trees freed to the
+/// system.
 const TRIM_AFTER: usize = 256 * 1024;
 
 /// glibc keeps what a thread frees in its arena, so the next batch's trees land beside the
@@ -251,11 +252,10 @@ fn batch(
     if !parsed.is_empty() {
         walk_all(&mut front, &parsed, config, b, extra);
     }
-    let parsed_bytes: usize = parsed.iter().map(|p| p.text.len()).sum();
     drop(parsed);
     // proc-macro2 keeps every parsed file in a thread-local source map.
     proc_macro2::extra::invalidate_current_thread_spans();
-    if parsed_bytes > TRIM_AFTER {
+    if bytes > TRIM_AFTER {
         give_back_memory();
     }
     // Files read here that nothing points into are forgotten (a suppression comment counts).
