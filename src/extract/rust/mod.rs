@@ -165,9 +165,8 @@ pub fn extract(
 
 /// Text to parse above which a batch waits until no other such batch is being read: two large
 /// workspaces' syntax trees at once set a whole run's peak memory (the registry's 1,603 crates:
-/// 374 -> 295 MB, the wall time 27 -> 30 s on two cores; `cargo bench --bench rust_tree`).
+/// 374 -> 295 MB; `cargo bench --bench rust_tree`).
 const HEAVY_ABOVE: usize = 1024 * 1024;
-static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Text given to syn above which a batch returns the memory its syntax trees freed to the
 /// system.
@@ -230,7 +229,7 @@ fn batch(
     }
     // One heavy batch at a time (see `HEAVY_ABOVE`).
     let bytes: usize = candidates.iter().map(|&i| own[i].1.text().len()).sum();
-    let _heavy = (bytes > HEAVY_ABOVE).then(|| HEAVY.lock());
+    let heavy = (bytes > HEAVY_ABOVE).then(|| extra.heavy(b));
     for i in candidates {
         let (id, f) = &mut own[i];
         // The database the file's SQL is for, where nothing closer tells (see `emit`).
@@ -255,6 +254,7 @@ fn batch(
     drop(parsed);
     // proc-macro2 keeps every parsed file in a thread-local source map.
     proc_macro2::extra::invalidate_current_thread_spans();
+    drop(heavy);
     if bytes > TRIM_AFTER {
         give_back_memory();
     }
@@ -359,6 +359,10 @@ fn batches(files: &[SourceFile], ids: &[FileId]) -> Vec<Vec<FileId>> {
 /// gets the next file id. Batches run in parallel, so that ids do not depend on timing a batch
 /// that needs a new one waits until every earlier batch is done (batches start in order, so
 /// the earlier ones are running or done; it is rare: the run usually has the file already).
+///
+/// It also lets one heavy batch at a time hold its syntax trees (see [`HEAVY_ABOVE`]). A heavy
+/// batch that waits for an earlier one here gives that turn up, or the earlier one could be
+/// waiting for it.
 struct Extra {
     state: std::sync::Mutex<ExtraState>,
     turn: std::sync::Condvar,
@@ -369,6 +373,25 @@ struct ExtraState {
     files: Vec<SourceFile>,
     first: FileId,
     done: Vec<bool>,
+    /// The heavy batch holding its syntax trees.
+    heavy: Option<usize>,
+}
+
+/// A heavy batch's turn, given back when dropped.
+struct Heavy<'a> {
+    extra: &'a Extra,
+    batch: usize,
+}
+
+impl Drop for Heavy<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.extra.state.lock()
+            && st.heavy == Some(self.batch)
+        {
+            st.heavy = None;
+        }
+        self.extra.turn.notify_all();
+    }
 }
 
 impl Extra {
@@ -385,6 +408,7 @@ impl Extra {
                 files: Vec::new(),
                 first: files.len(),
                 done: vec![false; batches],
+                heavy: None,
             }),
             turn: std::sync::Condvar::new(),
         }
@@ -398,6 +422,10 @@ impl Extra {
             return Some(id);
         }
         while !st.done[..batch].iter().all(|&d| d) {
+            if st.heavy == Some(batch) {
+                st.heavy = None;
+                self.turn.notify_all();
+            }
             st = self.turn.wait(st).ok()?;
         }
         if let Some(&id) = st.by_path.get(&key) {
@@ -407,6 +435,20 @@ impl Extra {
         st.files.push(make());
         st.by_path.insert(key, id);
         Some(id)
+    }
+
+    /// Wait for the heavy batches' turn (none may be had if the lock is poisoned: go on).
+    fn heavy(&self, batch: usize) -> Heavy<'_> {
+        if let Ok(mut st) = self.state.lock() {
+            while st.heavy.is_some() {
+                match self.turn.wait(st) {
+                    Ok(next) => st = next,
+                    Err(_) => return Heavy { extra: self, batch },
+                }
+            }
+            st.heavy = Some(batch);
+        }
+        Heavy { extra: self, batch }
     }
 
     fn done(&self, batch: usize) {
@@ -1260,4 +1302,38 @@ struct Walker<'a, 'w> {
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.
     stack: Vec<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A heavy batch that waits for an earlier batch to give a new file its id lets that batch
+    /// have the heavy turn: the earlier one may be waiting for it (it read its files more
+    /// slowly), and neither would go on.
+    #[test]
+    fn heavy_batch_waiting_for_an_earlier_one_gives_its_turn_up() {
+        // Detached threads, so that a deadlock fails the test instead of hanging it.
+        let extra: &'static Extra = Box::leak(Box::new(Extra::new(&[], 2)));
+        let (sent, got) = std::sync::mpsc::channel();
+        let later = extra.heavy(1);
+        let to_earlier = sent.clone();
+        std::thread::spawn(move || {
+            let make = || SourceFile::new("q.sql".into(), "q.sql".into(), String::new());
+            let id = extra.id(1, Path::new("/nonexistent/q.sql"), make);
+            drop(later);
+            sent.send(("later", id)).ok();
+        });
+        std::thread::spawn(move || {
+            // Batch 0 gets the turn although batch 1 has not finished.
+            drop(extra.heavy(0));
+            extra.done(0);
+            to_earlier.send(("earlier", None)).ok();
+        });
+        // Generous: it only has to be finite (it hung before).
+        let wait = std::time::Duration::from_secs(60);
+        let mut order = vec![got.recv_timeout(wait), got.recv_timeout(wait)];
+        order.sort_by_key(|r| r.as_ref().map(|(who, _)| *who).ok());
+        assert_eq!(order, [Ok(("earlier", None)), Ok(("later", Some(0)))]);
+    }
 }
