@@ -760,4 +760,27 @@ mod tests {
             .collect();
         assert_eq!(reads, vec!["a", "b", "c", "d"]);
     }
+
+    /// DDL whose tree no rule reads is left unparsed; DDL the schema comes from, and DDL that
+    /// calls a routine of the run, are parsed.
+    #[test]
+    fn ddl_parsed_only_where_its_tree_is_read() {
+        let sql = "create function f() returns int language sql as 'select 1';\ncreate index i on t (a);\ngrant select on t to r;\ncreate table t (id int primary key);\ncreate materialized view v as select f();\n";
+        let u = units(sql, "");
+        let parsed: Vec<(&str, bool)> = u[0]
+            .transactions
+            .iter()
+            .flat_map(|t| &t.steps)
+            .map(|s| (&sql[s.span.range()], s.facts.parsed))
+            .collect();
+        assert_eq!(
+            parsed[1..],
+            [
+                ("create index i on t (a)", false),
+                ("grant select on t to r", false),
+                ("create table t (id int primary key)", true),
+                ("create materialized view v as select f()", true),
+            ]
+        );
+    }
 }

@@ -297,7 +297,11 @@ impl Reader<'_> {
         // sqlparser cannot parse `DO` blocks nor many routine definitions (procedures, most
         // options); txlint reads their bodies itself and nothing in the header matters here.
         let own = matches!(f.kind, StmtKind::Do | StmtKind::CreateRoutine);
-        let failure = if own {
+        // DDL that declares no keys (`CREATE INDEX`, `GRANT`, `DROP`, ...) gives the rules
+        // nothing from its syntax tree: it is not parsed unless it calls a routine of the run
+        // (13 % of the PostgreSQL regression corpus's statements, 8 % of its time).
+        let idle = f.kind == StmtKind::Ddl && !declares_keys(&c) && !self.calls_routine(stmt);
+        let failure = if own || idle {
             None
         } else {
             match self.parse(stmt, &blank) {
@@ -771,16 +775,7 @@ impl Reader<'_> {
             prefix: stmt.prefix,
         };
         // The AST is walked for calls only if a word before `(` names a routine of the run.
-        let name = |t: &Token| match t.kind {
-            Kind::Word => Some(t.text(self.src).to_ascii_lowercase()),
-            Kind::QuotedIdent => Some(t.text(self.src).trim_matches('"').to_string()),
-            _ => None,
-        };
-        let calls = !self.routines.is_empty()
-            && stmt.tokens.windows(2).any(|w| {
-                w[1].is_punct(self.src, "(")
-                    && name(&w[0]).is_some_and(|n| self.routines.contains(&n))
-            });
+        let calls = self.calls_routine(stmt);
         let mut s = super::ast::structure(first, &locate, calls.then_some(self.routines));
         let psql: Vec<String> = stmt
             .tokens
@@ -855,6 +850,20 @@ impl Reader<'_> {
                 f.extra_mut().uses.push(v);
             }
         }
+    }
+
+    /// Whether a word before `(` in the statement names a routine of the run.
+    fn calls_routine(&self, stmt: &RawStatement) -> bool {
+        let name = |t: &Token| match t.kind {
+            Kind::Word => Some(t.text(self.src).to_ascii_lowercase()),
+            Kind::QuotedIdent => Some(t.text(self.src).trim_matches('"').to_string()),
+            _ => None,
+        };
+        !self.routines.is_empty()
+            && stmt.tokens.windows(2).any(|w| {
+                w[1].is_punct(self.src, "(")
+                    && name(&w[0]).is_some_and(|n| self.routines.contains(&n))
+            })
     }
 
     /// Hand the statement to sqlparser, with the locking clauses blanked out; the text it saw
