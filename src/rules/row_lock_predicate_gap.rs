@@ -72,20 +72,21 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
         .iter()
         .map(|p| p.column.to_string())
         .collect();
+    // The key the lock looked up, where its `WHERE` says (not a join or a tuple `IN`).
+    let on = match key.is_empty() {
+        true => "the key".to_string(),
+        false => format!("({})", key.join(", ")),
+    };
     let settle = match cx.program.schema.unique_within(table, &key) {
         Some(u) => format!(
             "; the unique key ({}) makes the second insert fail with 23505 instead: handle it with `ON CONFLICT`",
             u.join(", ")
         ),
         None if cx.program.schema.declares(table) => {
-            format!(
-                "; no unique constraint on ({}) stops the duplicate",
-                key.join(", ")
-            )
+            format!("; no unique constraint on {on} stops the duplicate")
         }
         None => format!(
-            "; a unique constraint on ({}) would turn the duplicate into an error (no schema for `{table}` was found)",
-            key.join(", ")
+            "; a unique constraint on {on} would turn the duplicate into an error (no schema for `{table}` was found)"
         ),
     };
     Some(
