@@ -431,8 +431,9 @@ fn read_row_key(tx: &Transaction, input: &Input, column: &str) -> Option<String>
         .map(|(s, q)| value_key(&q.value, s))
 }
 
-/// An upsert of a key set (`INSERT ... SELECT ... FROM unnest($1) ON CONFLICT DO UPDATE`)
-/// without `ORDER BY`: it locks the conflicting rows in the order of its input, so two runs with
+/// An upsert of a key set (`INSERT ... SELECT ... FROM unnest($1) ON CONFLICT DO UPDATE`, or
+/// `VALUES` rows pushed from a collection in Rust) without `ORDER BY` or a sorted collection:
+/// it locks the conflicting rows in the order of its input, so two runs with
 /// overlapping keys in different orders deadlock (checked on PostgreSQL 15, see the rule page).
 ///
 /// A locking read of a key set (`WHERE id = ANY($1) FOR UPDATE`) is not reported: PostgreSQL
@@ -465,6 +466,6 @@ fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Ve
         )
         .note("rows locked in input order")
         .in_step(step)
-        .help("sort the keys first (`ORDER BY` on the key in the `SELECT` that feeds the upsert, or sort the arrays in the code), or take a transaction-scoped advisory lock on the set first"),
+        .help("sort the keys first (`ORDER BY` on the key in the `SELECT` that feeds the upsert; in the code, sort the arrays or the rows pushed, or keep them in a `BTreeMap`), or take a transaction-scoped advisory lock on the set first"),
     );
 }

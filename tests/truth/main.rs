@@ -273,6 +273,28 @@ fn lock_order_update_key_set_not_in_array_order() {
     assert_eq!(sqlstate(&a.wait()), None);
 }
 
+/// A multi-row upsert locks the rows it conflicts with in the order of its `VALUES` rows, unlike
+/// the key-set `UPDATE` above: blocked on row 1 (held by `c`), the upsert of rows 2 then 1
+/// already holds row 2, which a third session cannot lock. Two runs given the rows in opposite
+/// orders (a `HashMap` iterated) take them in opposite orders.
+#[test]
+fn lock_order_multi_row_upsert_locks_in_row_order() {
+    let db = db(ACCOUNTS);
+    let (mut a, mut c, mut d) = (db.session(), db.session(), db.session());
+    c.run("BEGIN");
+    c.run("UPDATE accounts SET balance = balance WHERE id = 1");
+    a.send(
+        "INSERT INTO accounts (id, balance) VALUES (2, 1), (1, 1) \
+         ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + excluded.balance",
+    );
+    db.until_blocked(&a);
+    let held = d.run("SELECT id FROM accounts WHERE id = 2 FOR UPDATE NOWAIT");
+    assert_eq!(sqlstate(&held), Some("55P03"), "{held}");
+    c.run("COMMIT");
+    assert_eq!(sqlstate(&a.wait()), None);
+    assert_eq!(balance(&db, 2), "101");
+}
+
 #[test]
 fn lock_order_opposite_advisory_locks_deadlock() {
     let one = "SELECT pg_advisory_xact_lock(1)";

@@ -97,6 +97,9 @@ impl<'a> Walker<'a, '_> {
             let sql = sql.clone();
             return self.emit(&sql, handle, text);
         }
+        if let Some(built) = self.built(&name, &receiver, m, &args) {
+            return built;
+        }
         // `.bind(x)` adds to the statement it is called on (taken, not copied: chains are long).
         if name == "bind"
             && let Value::Sql(mut sql) = receiver
@@ -114,7 +117,7 @@ impl<'a> Walker<'a, '_> {
             }
             (
                 "bind_all" | "persistent" | "map" | "try_map" | "as_str" | "to_string" | "to_owned"
-                | "into" | "clone" | "build" | "sql",
+                | "into" | "clone" | "build" | "build_query_as" | "build_query_scalar" | "sql",
                 Value::Sql(_),
             ) => receiver,
             (
@@ -169,6 +172,120 @@ impl<'a> Walker<'a, '_> {
                 // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
                 data_of(std::iter::once(&receiver).chain(&args).chain([&returned]))
             }
+        }
+    }
+
+    /// SQL completed at run time, piece by piece (sqlx `QueryBuilder`, `String::push_str`):
+    /// the piece is added to the text, and to the variable the chain starts from
+    /// (`qb.push(..).push_bind(x)`). A piece that is not SQL text becomes a hole; a bound value
+    /// becomes the next parameter; `push_values(rows, |b, row| ..)` becomes one row of
+    /// parameters, one per `push_bind` in the closure. `None` for any other method.
+    fn built(
+        &mut self,
+        name: &str,
+        receiver: &Value,
+        m: &syn::ExprMethodCall,
+        args: &[Value],
+    ) -> Option<Value> {
+        let Value::Sql(sql) = receiver else {
+            return None;
+        };
+        let dollar = !matches!(self.parsed().dialect, Dialect::Mysql | Dialect::Sqlite);
+        let param = |n: usize| {
+            if dollar {
+                format!("${n}")
+            } else {
+                "?".to_string()
+            }
+        };
+        let at = self.parsed().span(m).start();
+        let mut sql = sql.clone();
+        let arg = m.args.first();
+        match (name, arg) {
+            ("push" | "push_str", Some(e)) => match (args.first(), e) {
+                (Some(Value::Sql(piece)), _) => sql = sql.concat(piece.clone()),
+                (_, syn::Expr::Lit(l)) if matches!(&l.lit, syn::Lit::Char(_)) => {
+                    let syn::Lit::Char(c) = &l.lit else {
+                        return None;
+                    };
+                    sql = sql.concat(self.piece(c.value().to_string(), at));
+                }
+                _ => {
+                    let hole = stand_in(&sql.text, self.source_of(e).len().max(1));
+                    sql = sql.concat(self.piece(hole, at));
+                }
+            },
+            ("push_bind", Some(e)) => {
+                let b = self.bound(e);
+                sql.binds.push(b);
+                let p = param(sql.binds.len());
+                sql = sql.concat(self.piece(p, at));
+            }
+            ("push_values" | "push_tuples", Some(rows)) => {
+                sql.rows = Some(self.sorted_collection(rows));
+                let mut row = Vec::new();
+                if let Some(syn::Expr::Closure(c)) = m.args.iter().nth(1) {
+                    let mut binds = Vec::new();
+                    BindCalls(&mut binds).visit_expr(&c.body);
+                    for e in binds {
+                        let b = self.bound(e);
+                        sql.binds.push(b);
+                        row.push(param(sql.binds.len()));
+                    }
+                }
+                // `push_values`: `VALUES (..), (..)`; `push_tuples`: `((..), (..))`.
+                let text = match name {
+                    "push_values" => format!(" VALUES ({})", row.join(", ")),
+                    _ => format!(" (({}))", row.join(", ")),
+                };
+                sql = sql.concat(self.piece(text, at));
+            }
+            // `separated(", ")` pushes through another value: what it adds is not followed.
+            ("separated", _) => {
+                sql.template = true;
+                self.set_root(&m.receiver, Value::Sql(sql));
+                return Some(Value::None);
+            }
+            _ => return None,
+        }
+        sql.template = true;
+        self.set_root(&m.receiver, Value::Sql(sql.clone()));
+        Some(Value::Sql(sql))
+    }
+
+    /// Text the code adds (a parameter, a hole), placed at the call that adds it.
+    fn piece(&self, text: String, at: usize) -> Sql {
+        Sql {
+            file: self.parsed().id,
+            text,
+            map: OffsetMap::shifted(at),
+            batch: false,
+            prepared: false,
+            binds: Vec::new(),
+            dialect: None,
+            template: true,
+            rows: None,
+        }
+    }
+
+    /// The variable a method chain starts from (`qb` in `qb.push(..).push(..)`, `&mut qb`) is
+    /// given `value`.
+    fn set_root(&mut self, mut e: &syn::Expr, value: Value) {
+        loop {
+            e = match e {
+                syn::Expr::MethodCall(m) => &m.receiver,
+                syn::Expr::Reference(r) => &r.expr,
+                syn::Expr::Paren(p) => &p.expr,
+                syn::Expr::Path(p) => {
+                    if let Some(v) = p.path.get_ident().map(|i| i.to_string())
+                        && self.vars.contains_key(&v)
+                    {
+                        self.vars.insert(v, value);
+                    }
+                    return;
+                }
+                _ => return,
+            };
         }
     }
 
@@ -285,10 +402,18 @@ impl<'a> Walker<'a, '_> {
             });
             return Value::Sql(sql);
         }
-        // `QueryBuilder::new("SELECT .. WHERE ")` is the head of a statement built at run time:
-        // left alone, never parsed as if it were whole.
+        // `QueryBuilder::new("INSERT INTO t (a, b) ")`: the head of a statement the code
+        // completes with `push`, `push_bind` and `push_values` (see `built`). What it ends up
+        // as is known only in part, so it is a template: never reported as a syntax error.
         if segments.iter().any(|s| s == "QueryBuilder") {
-            return Value::None;
+            return match first_sql(0) {
+                Some(mut sql) if matches!(name, "new" | "with_arguments") => {
+                    sql.prepared = true;
+                    sql.template = true;
+                    Value::Sql(sql)
+                }
+                _ => Value::None,
+            };
         }
         // `String::from("SELECT ..")`, `Some(SQL)`: the text passes through if it reads as SQL
         // (`View::new("test_view", pool)` is not).
@@ -577,7 +702,20 @@ impl<'a> Walker<'a, '_> {
             binds: Vec::new(),
             dialect: None,
             template: false,
+            rows: None,
         })
+    }
+
+    /// Whether a collection is visited in sorted order: it was sorted first or is sorted on
+    /// the way (`ids.sort()`, `.sorted()`, a `BTreeSet`).
+    pub(super) fn sorted_collection(&self, e: &syn::Expr) -> bool {
+        let over = self.source_of(e);
+        let base = over
+            .trim_start_matches(['&', '*'])
+            .split(['.', ' '])
+            .next()
+            .unwrap_or("");
+        over.contains("sort") || self.sorted.contains(base)
     }
 
     /// The handle a value stands for; unknown if it is none.
@@ -719,6 +857,13 @@ impl<'a> Walker<'a, '_> {
                     sources: b.sources.clone(),
                 })
                 .collect();
+            // Rows from a collection: a set of keys, locked in the collection's order.
+            if let Some(sorted) = sql.rows
+                && step.facts.kind == StmtKind::Insert
+            {
+                step.facts.key_set = true;
+                step.facts.ordered |= sorted;
+            }
             results.insert(step.seq);
             self.last_step = Some(step.seq);
             // One call is one message unless it sends several statements in a batch.
@@ -868,5 +1013,23 @@ fn transaction_builder(e: &syn::Expr) -> Option<(&syn::Expr, Option<Isolation>)>
         };
         isolation = isolation.or(level);
         e = &m.receiver;
+    }
+}
+
+/// The values a `push_values` closure binds (`b.push_bind(x)`), in order.
+struct BindCalls<'e, 'v>(&'v mut Vec<&'e syn::Expr>);
+
+impl<'e> syn::visit::Visit<'e> for BindCalls<'e, '_> {
+    fn visit_expr_method_call(&mut self, m: &'e syn::ExprMethodCall) {
+        // The receiver first: `b.push_bind(x).push_bind(y)` binds `x` before `y`.
+        self.visit_expr(&m.receiver);
+        if m.method == "push_bind"
+            && let Some(e) = m.args.first()
+        {
+            self.0.push(e);
+        }
+        for a in &m.args {
+            self.visit_expr(a);
+        }
     }
 }

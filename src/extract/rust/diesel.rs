@@ -504,6 +504,7 @@ impl Walker<'_, '_> {
             binds,
             dialect: None,
             template: false,
+            rows: None,
         };
         self.emit(&sql, handle, via)
     }

@@ -1117,8 +1117,9 @@ impl<'a> Index<'a> {
     }
 }
 
-/// Where a SQL text starts in its host file, and the dialect it is read in.
-type SqlKey = ((FileId, usize), Dialect);
+/// Where a SQL text starts in its host file (and, for a text completed at run time, a hash of
+/// what it became), and the dialect it is read in.
+type SqlKey = ((FileId, usize, u64), Dialect);
 
 /// State shared by every walk of a batch.
 struct Shared<'e> {
@@ -1149,6 +1150,8 @@ struct Sql {
     dialect: Option<Dialect>,
     /// Built with holes that run-time values fill (`format!("... {where_clause}")`).
     template: bool,
+    /// Its `VALUES` rows come from a collection (`push_values`): whether that is sorted.
+    rows: Option<bool>,
 }
 
 /// A host value bound to a parameter.
@@ -1202,14 +1205,23 @@ fn value_text(source: &str) -> String {
 type Flow = std::collections::BTreeSet<usize>;
 
 impl Sql {
-    fn key(&self) -> (FileId, usize) {
-        (self.file, self.map.host(0))
+    /// One text at one place is read once. A template's head can be completed differently at
+    /// different calls (`format!(HEAD, table)`, a `QueryBuilder` pushed to), so what it
+    /// became is part of its key.
+    fn key(&self) -> (FileId, usize, u64) {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let text = match self.template {
+            true => BuildHasherDefault::<DefaultHasher>::default().hash_one(&self.text),
+            false => 0,
+        };
+        (self.file, self.map.host(0), text)
     }
 
     fn concat(mut self, other: Sql) -> Sql {
         let at = self.text.len();
         self.text += &other.text;
         self.template |= other.template;
+        self.rows = self.rows.or(other.rows);
         if other.file == self.file {
             self.map.extend(at, &other.map);
         }

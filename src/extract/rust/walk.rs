@@ -591,16 +591,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             E::ForLoop(f) => {
                 self.expr(&f.expr);
-                // The order the loop visits keys in: sorted if the collection was sorted first
-                // or is sorted on the way (`ids.sort()`, `.sorted()`, a `BTreeSet`).
-                let over = self.source_of(&f.expr);
-                let base = over
-                    .trim_start_matches(['&', '*'])
-                    .split(['.', ' '])
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
-                let sorted = over.contains("sort") || self.sorted.contains(&base);
+                // The order the loop visits keys in.
+                let sorted = self.sorted_collection(&f.expr);
                 let mut names = Vec::new();
                 collect_idents(&f.pat, &mut names);
                 let at = self.span(&f.expr);
@@ -708,6 +700,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 binds: Vec::new(),
                 dialect: None,
                 template: false,
+                rows: None,
             }),
             None => Value::None,
         }
