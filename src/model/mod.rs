@@ -425,12 +425,15 @@ pub struct Host {
     /// Call sites through which the unit reaches this statement (a helper walked in place),
     /// outermost first; empty for the unit's own statements.
     pub calls: List<Span>,
+    /// The collection its `VALUES` rows are pushed from (sqlx `push_values(rows, ..)`).
+    pub rows: Option<Span>,
 }
 
 static NO_HOST: Host = Host {
     via: None,
     inputs: List::new(),
     calls: List::new(),
+    rows: None,
 };
 
 impl Step {

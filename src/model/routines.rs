@@ -377,6 +377,7 @@ fn copy(b: &Step, callee: &Callee, args: &[Operand], row: Option<&Step>, caller:
             via: from.via.clone(),
             inputs: from.inputs.clone(),
             calls,
+            rows: None,
         })),
     }
 }

@@ -458,13 +458,16 @@ fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Ve
     if is_hole(&t.name) {
         return;
     }
+    let mut d = Diagnostic::new(
+        &RULE,
+        t.span,
+        "this upsert locks its rows in the order of its input, which is not sorted: two transactions with overlapping keys in different orders can each hold some rows and wait for the others (deadlock)",
+    );
+    if let Some(rows) = step.host().rows {
+        d = d.label(rows, "rows pushed in this collection's order");
+    }
     out.push(
-        Diagnostic::new(
-            &RULE,
-            t.span,
-            "this upsert locks its rows in the order of its input, which is not sorted: two transactions with overlapping keys in different orders can each hold some rows and wait for the others (deadlock)",
-        )
-        .note("rows locked in input order")
+        d.note("rows locked in input order")
         .in_step(step)
         .help("sort the keys first (`ORDER BY` on the key in the `SELECT` that feeds the upsert; in the code, sort the arrays or the rows pushed, or keep them in a `BTreeMap`), or take a transaction-scoped advisory lock on the set first"),
     );

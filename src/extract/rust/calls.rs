@@ -222,7 +222,7 @@ impl<'a> Walker<'a, '_> {
                 sql = sql.concat(self.piece(p, at));
             }
             ("push_values" | "push_tuples", Some(rows)) => {
-                sql.rows = Some(self.sorted_collection(rows));
+                sql.rows = Some((self.sorted_collection(rows), self.span(rows)));
                 let mut row = Vec::new();
                 if let Some(syn::Expr::Closure(c)) = m.args.iter().nth(1) {
                     let mut binds = Vec::new();
@@ -858,11 +858,12 @@ impl<'a> Walker<'a, '_> {
                 })
                 .collect();
             // Rows from a collection: a set of keys, locked in the collection's order.
-            if let Some(sorted) = sql.rows
+            if let Some((sorted, at)) = sql.rows
                 && step.facts.kind == StmtKind::Insert
             {
                 step.facts.key_set = true;
                 step.facts.ordered |= sorted;
+                host.rows = Some(at);
             }
             results.insert(step.seq);
             self.last_step = Some(step.seq);

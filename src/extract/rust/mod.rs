@@ -1150,8 +1150,9 @@ struct Sql {
     dialect: Option<Dialect>,
     /// Built with holes that run-time values fill (`format!("... {where_clause}")`).
     template: bool,
-    /// Its `VALUES` rows come from a collection (`push_values`): whether that is sorted.
-    rows: Option<bool>,
+    /// Its `VALUES` rows come from a collection (`push_values`): whether that is sorted, and
+    /// where the collection is named.
+    rows: Option<(bool, Span)>,
 }
 
 /// A host value bound to a parameter.
