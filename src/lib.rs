@@ -297,8 +297,12 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     for unit in &mut program.units {
         unit.test |= config.is_test_path(&program.files[unit.span.file].path);
     }
-    let superseded: std::collections::HashMap<Span, Span> =
-        extract::superseded(&routines).into_iter().collect();
+    let mut projects = std::collections::HashMap::new();
+    let superseded: std::collections::HashMap<Span, Span> = extract::superseded(&routines, |f| {
+        project_of(&program.files[f].path, &mut projects)
+    })
+    .into_iter()
+    .collect();
     for mut unit in std::mem::take(&mut program.units) {
         if let Some((other, dialect)) = unit.split_off_dialects() {
             program.skipped.push((other, model::Skip::Dialect(dialect)));
@@ -598,4 +602,31 @@ pub fn display_path(path: &Path, cwd: &Path) -> String {
     let shown = abs.strip_prefix(cwd).unwrap_or(path);
     let s = shown.to_string_lossy().replace('\\', "/");
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+/// The project a file belongs to: the nearest folder above it with a `Cargo.toml`,
+/// `package.json`, `pyproject.toml`, `go.mod` or `.git`; `None` when there is none (the run is
+/// then one project). `known` caches the answer per folder.
+fn project_of(
+    path: &Path,
+    known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>,
+) -> Option<PathBuf> {
+    const MARKERS: [&str; 5] = [
+        "Cargo.toml",
+        "package.json",
+        "pyproject.toml",
+        "go.mod",
+        ".git",
+    ];
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = abs.parent()?.to_path_buf();
+    if let Some(p) = known.get(&dir) {
+        return p.clone();
+    }
+    let found = dir
+        .ancestors()
+        .find(|d| MARKERS.iter().any(|m| d.join(m).exists()))
+        .map(Path::to_path_buf);
+    known.insert(dir, found.clone());
+    found
 }

@@ -181,15 +181,21 @@ pub struct RoutineEvent {
     pub dropped: bool,
 }
 
-/// Units of routines that a later `CREATE OR REPLACE` or `DROP` in the run supersedes, with the
-/// statement that does: `events` in file order (files sorted by path, as migrations apply).
-pub fn superseded(events: &[RoutineEvent]) -> Vec<(Span, Span)> {
-    // From the end: the events after each one, latest first, by name.
-    let mut after: std::collections::HashMap<&str, Vec<(Option<usize>, Span)>> =
-        std::collections::HashMap::new();
+/// Units of routines that a later `CREATE OR REPLACE` or `DROP` of the same project supersedes,
+/// with the statement that does: `events` in file order (files sorted by path, as migrations
+/// apply). `project` says which project a file belongs to: two projects in one run (services
+/// of a monorepo, each with its own database) may define routines of one name.
+pub fn superseded<P: Eq + std::hash::Hash>(
+    events: &[RoutineEvent],
+    mut project: impl FnMut(FileId) -> P,
+) -> Vec<(Span, Span)> {
+    // From the end: the events after each one, latest first, by project and name.
+    let mut after = std::collections::HashMap::<_, Vec<(Option<usize>, Span)>>::new();
     let mut out = Vec::new();
     for e in events.iter().rev() {
-        let later = after.entry(e.name.as_str()).or_default();
+        let later = after
+            .entry((project(e.span.file), e.name.as_str()))
+            .or_default();
         if !e.dropped
             && let Some((_, by)) = later
                 .iter()
