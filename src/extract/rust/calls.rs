@@ -187,7 +187,12 @@ impl<'a> Walker<'a, '_> {
         m: &syn::ExprMethodCall,
         args: &[Value],
     ) -> Option<Value> {
-        let Value::Sql(sql) = receiver else {
+        // Every `.bind(x)` of a chain comes here too: nothing is copied or spanned for it.
+        let pushes = matches!(
+            name,
+            "push" | "push_str" | "push_bind" | "push_values" | "push_tuples" | "separated"
+        );
+        let (Value::Sql(sql), true) = (receiver, pushes) else {
             return None;
         };
         let dollar = !matches!(self.parsed().dialect, Dialect::Mysql | Dialect::Sqlite);
@@ -204,12 +209,13 @@ impl<'a> Walker<'a, '_> {
         match (name, arg) {
             ("push" | "push_str", Some(e)) => match (args.first(), e) {
                 (Some(Value::Sql(piece)), _) => sql = sql.concat(piece.clone()),
-                (_, syn::Expr::Lit(l)) if matches!(&l.lit, syn::Lit::Char(_)) => {
-                    let syn::Lit::Char(c) = &l.lit else {
-                        return None;
-                    };
-                    sql = sql.concat(self.piece(c.value().to_string(), at));
-                }
+                (
+                    _,
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Char(c),
+                        ..
+                    }),
+                ) => sql = sql.concat(self.piece(c.value().to_string(), at)),
                 _ => {
                     let hole = stand_in(&sql.text, self.source_of(e).len().max(1));
                     sql = sql.concat(self.piece(hole, at));
