@@ -182,6 +182,11 @@ fn build(run: &Run, d: &Diagnostic, index: &Witnesses) -> Result<Witness, String
         "lock-order-inversion" => lock_order(&mut w, &found, program)?,
         "lost-update" => lost_update(&mut w, &found, program)?,
         "row-lock-predicate-gap" | "check-then-act" => check_then_insert(&mut w, &found, program)?,
+        "unique-violation-unhandled" => {
+            return Err(format!(
+                "{at}: no witness is written for a race that a unique key ends in an error (see the rule page for the two-session steps)"
+            ));
+        }
         other => return Err(format!("{at}: {other} is not a race between sessions")),
     }
     Ok(w)

@@ -325,6 +325,7 @@ impl Front {
                         upto: h.upto,
                         arms: h.arms.clone(),
                         span: Span::new(self.file, map.host_range(h.range.clone())),
+                        unique: h.unique,
                     })
                     .collect();
                 unit.conditions = parsed

@@ -233,6 +233,8 @@ pub struct Handler {
     pub arms: Vec<usize>,
     /// The `EXCEPTION` keyword.
     pub span: Span,
+    /// A handler catches a unique violation (`WHEN unique_violation`, `OTHERS`, ..).
+    pub unique: bool,
 }
 
 /// A branch arm (see [`Step::branch`]) taken on a condition computed from the results of
@@ -427,6 +429,9 @@ pub struct Host {
     pub calls: List<Span>,
     /// The collection its `VALUES` rows are pushed from (sqlx `push_values(rows, ..)`).
     pub rows: Option<Span>,
+    /// Its error leaves with `?` (`.execute(&mut *tx).await?`), from every helper it is reached
+    /// through: nothing on the way tells one error from another.
+    pub propagated: bool,
 }
 
 static NO_HOST: Host = Host {
@@ -434,6 +439,7 @@ static NO_HOST: Host = Host {
     inputs: List::new(),
     calls: List::new(),
     rows: None,
+    propagated: false,
 };
 
 impl Step {

@@ -378,6 +378,7 @@ fn copy(b: &Step, callee: &Callee, args: &[Operand], row: Option<&Step>, caller:
             inputs: from.inputs.clone(),
             calls,
             rows: None,
+            propagated: false,
         })),
     }
 }

@@ -46,6 +46,9 @@ pub struct PlHandler {
     pub arms: Vec<usize>,
     /// Byte range of the `EXCEPTION` keyword in the body.
     pub range: std::ops::Range<usize>,
+    /// One of its `WHEN`s catches a unique violation (`unique_violation`, `SQLSTATE '23505'`, its
+    /// class, `OTHERS`).
+    pub unique: bool,
 }
 
 /// `FOR target IN <query> LOOP`: the body runs once per row, in the query's order.
@@ -120,6 +123,24 @@ impl Reader<'_> {
     fn word(&self, i: usize) -> Option<String> {
         let t = self.t.get(i)?;
         (t.kind == Kind::Word).then(|| t.text(self.src).to_ascii_lowercase())
+    }
+
+    /// The conditions of a `WHEN` in `from..to` include a unique violation.
+    fn catches_unique(&self, from: usize, to: usize) -> bool {
+        (from..to).any(|i| {
+            [
+                "unique_violation",
+                "integrity_constraint_violation",
+                "others",
+            ]
+            .iter()
+            .any(|w| self.is(i, w))
+                || self.is(i, "sqlstate")
+                    && self.t.get(i + 1).is_some_and(|t| {
+                        let code = t.text(self.src).trim_matches('\'');
+                        code == "23505" || code == "23000"
+                    })
+        })
     }
 
     /// First index in `from..to` at parenthesis depth 0 holding one of `words`.
@@ -311,6 +332,7 @@ impl Reader<'_> {
                         upto: self.seq,
                         arms: Vec::new(),
                         range: self.t[i].start..self.t[i].end,
+                        unique: false,
                     });
                 }
                 i += 1;
@@ -348,6 +370,7 @@ impl Reader<'_> {
                         let (g, h) = (*g, *h);
                         self.arm(Some(g), &[]);
                         self.out.handlers[h].arms.push(self.next_arm);
+                        self.out.handlers[h].unique |= self.catches_unique(i + 1, then);
                     }
                     _ => {}
                 }

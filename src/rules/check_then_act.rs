@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
+use super::unique_violation_unhandled as refused;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{
@@ -18,7 +19,20 @@ pub const RULE: Rule = Rule {
     check: Some(check),
 };
 
+/// What a [`search`] reports: this rule's races, or the races a unique key settles by failing
+/// the second insert, where the code lets that error through ([`refused`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Report {
+    Races,
+    Refusals,
+}
+
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+    search(cx, Report::Races, out);
+}
+
+/// Pair every decision read with the writes that depend on it.
+pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         // Where advisory transaction locks are first taken (see `locked_before`), found once.
         let in_autocommit = unit
@@ -35,8 +49,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 tx.steps
                     .iter()
                     .filter(|s| !locked_before(s.seq))
-                    .filter_map(|s| {
-                        one_statement_claim(tx, s).or_else(|| insert_unless_exists(cx, tx, s))
+                    .filter_map(|s| match report {
+                        Report::Races => one_statement_claim(tx, s)
+                            .or_else(|| insert_unless_exists(cx, unit, tx, s, report)),
+                        Report::Refusals => insert_unless_exists(cx, unit, tx, s, report),
                     }),
             );
         }
@@ -100,10 +116,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             }
             let found = candidates
                 .iter()
-                .find_map(|&i| finding(cx, unit, &flow, &taken, i, j));
+                .find_map(|&i| finding(cx, unit, &flow, &taken, i, j, report));
             out.extend(found);
         }
-        if limited {
+        if limited && report == Report::Races {
             out.push(analysis_limit_diagnostic(
                 unit.span,
                 RULE.name,
@@ -171,7 +187,13 @@ fn one_statement_claim(tx: &Transaction, step: &Step) -> Option<Diagnostic> {
 /// no row (neither sees the other's uncommitted insert) and both insert. Settled by a unique
 /// key, `ON CONFLICT`, an advisory transaction lock taken first at READ COMMITTED (the waiting
 /// statement then sees the committed row), or SERIALIZABLE.
-fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<Diagnostic> {
+fn insert_unless_exists(
+    cx: &Context,
+    unit: &Unit,
+    tx: &Transaction,
+    step: &Step,
+    report: Report,
+) -> Option<Diagnostic> {
     let f = &step.facts;
     if f.kind != StmtKind::Insert
         || f.extra().absent.is_empty()
@@ -184,13 +206,14 @@ fn insert_unless_exists(cx: &Context, tx: &Transaction, step: &Step) -> Option<D
     let table = f.writes.first()?;
     let schema = &cx.program.schema;
     // Only where the run declares the table: a key declared elsewhere would settle it.
-    if is_hole(&table.name)
-        || !schema.declares(&table.name)
-        || schema
-            .unique_within(&table.name, &f.extra().absent)
-            .is_some()
-    {
+    if is_hole(&table.name) || !schema.declares(&table.name) {
         return None;
+    }
+    let key = schema.unique_within(&table.name, &f.extra().absent);
+    match (report, key) {
+        (Report::Refusals, Some(key)) => return refused::one_statement(unit, step, &key),
+        (Report::Refusals, None) | (Report::Races, Some(_)) => return None,
+        (Report::Races, None) => {}
     }
     let cols = f.extra().absent.join("`, `");
     Some(
@@ -250,6 +273,7 @@ fn finding(
     taken: &Taken,
     ri: usize,
     wi: usize,
+    report: Report,
 ) -> Option<Diagnostic> {
     let (r, w) = (&flow.steps[ri], &flow.steps[wi]);
     let rf = &r.step.facts;
@@ -325,7 +349,15 @@ fn finding(
         })
         .map(|(c, _)| c.as_str())
         .collect();
-    if wf.kind == StmtKind::Insert && cx.program.schema.unique_within(table, &decided).is_some() {
+    if wf.kind == StmtKind::Insert
+        && let Some(key) = cx.program.schema.unique_within(table, &decided)
+    {
+        return match report {
+            Report::Refusals => refused::decided(cx, unit, r.step, w.step, &what(r.step), &key),
+            Report::Races => None,
+        };
+    }
+    if report == Report::Refusals {
         return None;
     }
     let line = cx.line(r.step.span);

@@ -17,6 +17,7 @@ pub mod read_error;
 pub mod row_lock_predicate_gap;
 pub mod session_lock_on_pool;
 pub mod syntax_error;
+pub mod unique_violation_unhandled;
 pub mod unused_suppression;
 pub mod xact_lock_outside_transaction;
 
@@ -114,6 +115,7 @@ pub const ALL: &[Rule] = &[
     row_lock_predicate_gap::RULE,
     session_lock_on_pool::RULE,
     syntax_error::RULE,
+    unique_violation_unhandled::RULE,
     unused_suppression::RULE,
     xact_lock_outside_transaction::RULE,
 ];

@@ -581,6 +581,43 @@ fn row_lock_gap_fix_unique_key() {
     b.run("ROLLBACK");
 }
 
+/// `unique-violation-unhandled`: get-or-create behind a unique key. Both lookups find nothing,
+/// both insert; the second insert waits for the first transaction and then fails with 23505,
+/// which is what its caller gets unless the code handles it.
+#[test]
+fn unique_key_fails_the_second_get_or_create() {
+    let db = db("CREATE TABLE users (id serial PRIMARY KEY, email text UNIQUE)");
+    let (mut a, mut b) = (db.session(), db.session());
+    let find = "SELECT count(*) FROM users WHERE email = 'x'";
+    let insert = "INSERT INTO users (email) VALUES ('x')";
+    a.run("BEGIN");
+    b.run("BEGIN");
+    assert_eq!(a.run(find), "0");
+    assert_eq!(b.run(find), "0");
+    a.run(insert);
+    b.send(insert);
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(sqlstate(&b.wait()), Some("23505"));
+    b.run("ROLLBACK");
+    assert_eq!(db.query("SELECT count(*) FROM users"), "1");
+}
+
+/// The same in one statement: `INSERT .. WHERE NOT EXISTS` does not wait before its check, so
+/// the second one also fails with 23505 instead of inserting nothing.
+#[test]
+fn unique_key_fails_the_second_insert_where_not_exists() {
+    let db = db("CREATE TABLE users (id serial PRIMARY KEY, email text UNIQUE)");
+    let (mut a, mut b) = (db.session(), db.session());
+    let insert = "INSERT INTO users (email) SELECT 'x' WHERE NOT EXISTS (SELECT 1 FROM users WHERE email = 'x')";
+    a.run("BEGIN");
+    a.run(insert);
+    b.send(insert);
+    db.until_blocked(&b);
+    a.run("COMMIT");
+    assert_eq!(sqlstate(&b.wait()), Some("23505"));
+}
+
 /// Fix: SERIALIZABLE; of two check-then-inserts one fails with 40001.
 #[test]
 fn row_lock_gap_fix_serializable() {

@@ -7,10 +7,7 @@ use crate::parse::split::stand_in;
 impl<'a> Walker<'a, '_> {
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Value {
         let name = m.method.to_string();
-        // `method(args)`: a chain's every call spanned in time independent of the chain.
-        let at = self
-            .parsed()
-            .span_between(m.method.span(), m.paren_token.span.close());
+        let at = self.method_site(m);
         // `conn.transaction(|tx| async move { ... })`, diesel's
         // `conn.build_transaction().serializable().run(|conn| ..)`: the closure runs in a
         // transaction.
@@ -35,7 +32,11 @@ impl<'a> Walker<'a, '_> {
             if let Some(p) = c.inputs.first() {
                 self.bind(p, Value::Handle(tx));
             }
+            // An error in the closure leaves through the call.
+            let passed_on = self.passes_on;
+            self.passes_on &= self.tried.contains(&at);
             self.expr(&c.body);
+            self.passes_on = passed_on;
             self.walkers[tx.walker].end(None);
             self.vars = outer;
             return Value::None;
@@ -84,7 +85,7 @@ impl<'a> Walker<'a, '_> {
             }
             let handle = self.handle(&receiver, &m.receiver);
             let text = self.source_of(&m.receiver);
-            return self.emit(&sql, handle, text);
+            return self.emit(&sql, handle, text, at);
         }
         // sqlx::query("...").bind(x).fetch_one(&mut *tx)
         if let Value::Sql(sql) = &receiver
@@ -95,7 +96,7 @@ impl<'a> Walker<'a, '_> {
                 _ => (Walker::unknown_handle(), String::new()),
             };
             let sql = sql.clone();
-            return self.emit(&sql, handle, text);
+            return self.emit(&sql, handle, text, at);
         }
         if let Some(built) = self.built(&name, &receiver, m, &args) {
             return built;
@@ -448,7 +449,8 @@ impl<'a> Walker<'a, '_> {
                 .first()
                 .map(|e| self.source_of(e))
                 .unwrap_or_default();
-            self.emit(&sql, h, text);
+            let at = self.call_span(c);
+            self.emit(&sql, h, text, at);
             return Value::None;
         }
         // Constructors: PgPool::connect, PgConnection::connect, tokio_postgres::connect, ...
@@ -496,6 +498,40 @@ impl<'a> Walker<'a, '_> {
             },
             _ => data_of(&args),
         }
+    }
+
+    /// The call whose error `e?` passes on as it is: `e` past `.await` and conversions that keep
+    /// every error an error (`.map_err(Into::into)`, `.context(..)`). None when a conversion
+    /// tells a unique violation or a conflict apart (`.map_err(|e| match e { .. 23505 .. })`).
+    pub(super) fn tried_site(&self, e: &syn::Expr) -> Option<Span> {
+        let mut e = e;
+        loop {
+            match e {
+                syn::Expr::Await(a) => e = &a.base,
+                syn::Expr::Paren(p) => e = &p.expr,
+                syn::Expr::MethodCall(m) if PASS_ON.contains(&m.method.to_string().as_str()) => {
+                    let told_apart = m.args.iter().any(|a| {
+                        let text = self.source_of(a).to_ascii_lowercase();
+                        ["unique", "23505", "duplicate", "conflict"]
+                            .iter()
+                            .any(|w| text.contains(w))
+                    });
+                    if told_apart {
+                        return None;
+                    }
+                    e = &m.receiver;
+                }
+                syn::Expr::MethodCall(m) => return Some(self.method_site(m)),
+                syn::Expr::Call(c) => return Some(self.call_span(c)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// `method(args)` of a chain, spanned independent of the chain before it.
+    pub(super) fn method_site(&self, m: &syn::ExprMethodCall) -> Span {
+        self.parsed()
+            .span_between(m.method.span(), m.paren_token.span.close())
     }
 
     /// `path(args)`, spanned without printing the arguments.
@@ -774,6 +810,8 @@ impl<'a> Walker<'a, '_> {
         let saved_file = std::mem::replace(&mut self.file, f.file);
         let saved_ordered = std::mem::take(&mut self.ordered);
         self.stack.push(i);
+        let passed_on = self.passes_on;
+        self.passes_on &= self.tried.contains(&at);
         self.calls.push(at);
         self.returned.push(Vec::new());
         self.params(f.sig, f.owner, receiver, Some(args));
@@ -781,6 +819,7 @@ impl<'a> Walker<'a, '_> {
         let mut returned = self.returned.pop().unwrap_or_default();
         returned.push(tail);
         self.calls.pop();
+        self.passes_on = passed_on;
         self.stack.pop();
         self.file = saved_file;
         self.vars = saved_vars;
@@ -818,9 +857,10 @@ impl<'a> Walker<'a, '_> {
             .unwrap_or(self.parsed().dialect)
     }
 
-    /// Send `sql` through `handle`: one step per statement, in the handle's session walker.
-    /// The result is the data the statements return.
-    pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String) -> Value {
+    /// Send `sql` through `handle` by the call at `site`: one step per statement, in the
+    /// handle's session walker. The result is the data the statements return.
+    pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String, site: Span) -> Value {
+        let propagated = self.passes_on && self.tried.contains(&site);
         let dialect = self.dialect(sql, handle);
         let key = (sql.key(), dialect);
         if !self.shared.cache.contains_key(&key) {
@@ -851,6 +891,7 @@ impl<'a> Walker<'a, '_> {
             let host = step.host.get_or_insert_with(Box::default);
             host.via = Some(via.as_str().into());
             host.calls = self.calls.as_slice().into();
+            host.propagated = propagated;
             host.inputs = sql
                 .binds
                 .iter()

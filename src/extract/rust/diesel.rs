@@ -506,7 +506,8 @@ impl Walker<'_, '_> {
             template: false,
             rows: None,
         };
-        self.emit(&sql, handle, via)
+        let site = self.method_site(m);
+        self.emit(&sql, handle, via, site)
     }
 
     /// `a.eq(x)`, `a.eq(x).and(b.gt(y))`: `WHERE` conjuncts. Anything else is left out (it

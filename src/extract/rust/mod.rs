@@ -87,6 +87,18 @@ const TERMINALS: &[&str] = &[
     "one",
     "all",
 ];
+/// Conversions that keep an error an error, between a call and the `?` that passes it on.
+const PASS_ON: &[&str] = &[
+    "map_err",
+    "context",
+    "with_context",
+    "wrap_err",
+    "wrap_err_with",
+    "map",
+    "err_into",
+    "change_context",
+    "attach_printable",
+];
 /// Functions that start a query builder from SQL (sqlx, diesel).
 const BUILDERS: &[&str] = &[
     "query",
@@ -1302,6 +1314,11 @@ struct Walker<'a, 'w> {
     ordered: HashMap<String, Vec<String>>,
     /// Call sites of the helpers being walked in place, outermost first.
     calls: Vec<Span>,
+    /// Calls whose error the enclosing expression passes on with `?`, innermost last.
+    tried: Vec<Span>,
+    /// An error of the code being walked reaches the unit's caller: each helper call on the way
+    /// was passed on with `?` (see [`Host::propagated`]).
+    passes_on: bool,
     /// Walking test code that the rules skip: helpers it calls are still walked on their own.
     test: bool,
     /// Constants being resolved through other constants.

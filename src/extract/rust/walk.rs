@@ -35,6 +35,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             sorted: HashSet::new(),
             ordered: HashMap::new(),
             calls: Vec::new(),
+            tried: Vec::new(),
+            passes_on: true,
             test: false,
             const_depth: 0,
             depth: 0,
@@ -511,7 +513,12 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Unary(u) => self.expr(&u.expr),
             E::Try(t) => {
                 let before = self.seq;
+                let site = self.tried_site(&t.expr);
+                self.tried.extend(site);
                 let v = self.expr(&t.expr);
+                if site.is_some() {
+                    self.tried.pop();
+                }
                 let owner = self.last_step.filter(|&s| s > before);
                 // `row.ok_or(NotFound)?` leaves on the value; any other `?` when a call failed.
                 let kind = match &*t.expr {
