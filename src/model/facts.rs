@@ -77,8 +77,10 @@ pub struct Extra {
     /// against a value (`state < 'done'`), none for any other condition.
     pub compared: List<Option<Name>>,
     /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = ..)`: the
-    /// columns the insert first checks are absent (an existence check in the statement itself).
-    pub absent: List<Name>,
+    /// columns the insert first checks are absent (an existence check in the statement itself),
+    /// each with the names it is compared with (none for parameters and literals): the check is
+    /// on one key only when they are variables of the unit ([`Extra::uses`]).
+    pub absent: List<(Name, List<Name>)>,
     /// Variables this statement assigns (PL/pgSQL `INTO` targets and `:=`, psql `\gset`).
     pub assigns: List<Name>,
     /// Variables of the unit that this statement reads.

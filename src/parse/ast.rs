@@ -44,8 +44,9 @@ pub struct Structure {
     /// other condition.
     pub compared: Vec<Option<String>>,
     /// `INSERT INTO t .. SELECT .. WHERE NOT EXISTS (SELECT .. FROM t WHERE a = .. AND b = ..)`:
-    /// the columns the insert checks are absent first.
-    pub absent: Vec<String>,
+    /// the columns the insert checks are absent first, with the names they are compared with
+    /// (none for a parameter or a literal; variables in a routine).
+    pub absent: Vec<(String, Vec<String>)>,
     /// Calls of functions that are not built-in aggregates (`f(a, $1)`, `CALL p(..)`), with
     /// their positional arguments: a routine the run defines runs its statements here.
     pub calls: Vec<(String, Vec<Operand>)>,
@@ -323,14 +324,14 @@ fn claim(w: &Expr, table: &str) -> Vec<String> {
                 ..
             } if matches!(right.as_ref(), Expr::Subquery(_)) => {
                 if let Expr::Subquery(q) = right.as_ref() {
-                    picked.extend(picked_by(q, table));
+                    picked.extend(by_constants(q, table));
                 }
             }
             Expr::In {
                 target: InTarget::Subquery(q),
                 negated: false,
                 ..
-            } => picked.extend(picked_by(q, table)),
+            } => picked.extend(by_constants(q, table)),
             other => outer.extend(operand(other, &mut 0).idents.iter().map(|i| last(i))),
         }
     }
@@ -354,8 +355,17 @@ fn and_parts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     }
 }
 
-/// The `col = constant` conjuncts of `SELECT .. FROM <table> WHERE ..` (one table, no join).
-fn picked_by(q: &Query, table: &str) -> Vec<String> {
+/// The columns of [`picked_by`] compared with constants or parameters.
+fn by_constants(q: &Query, table: &str) -> impl Iterator<Item = String> {
+    picked_by(q, table)
+        .into_iter()
+        .filter(|(_, by)| by.is_empty())
+        .map(|(c, _)| c)
+}
+
+/// The `col = value` conjuncts of `SELECT .. FROM <table> WHERE ..` (one table, no join),
+/// with the names in each value.
+fn picked_by(q: &Query, table: &str) -> Vec<(String, Vec<String>)> {
     let SetExpr::Select(select) = q.body.as_ref() else {
         return Vec::new();
     };
@@ -371,10 +381,15 @@ fn picked_by(q: &Query, table: &str) -> Vec<String> {
     };
     let mut preds = Vec::new();
     conjuncts(w, &mut preds, &mut 0);
+    // A qualified name is the outer query's (a correlation, not one key); a plain one may be a
+    // routine's variable, which the caller tells apart.
     preds
         .into_iter()
-        .filter(|p| p.value.idents.is_empty())
-        .map(|p| p.column.to_string())
+        .filter(|p| p.value.idents.iter().all(|i| !i.contains('.')))
+        .map(|p| {
+            let idents = p.value.idents.iter().map(|i| i.to_string()).collect();
+            (p.column.to_string(), idents)
+        })
         .collect()
 }
 

@@ -820,7 +820,15 @@ impl Reader<'_> {
             e.ddl = s.ddl.map(Box::new);
             e.claim = s.claim.into_iter().map(Name::from).collect();
             e.compared = s.compared.into_iter().map(|c| c.map(Name::from)).collect();
-            e.absent = s.absent.into_iter().map(Name::from).collect();
+            let named = |b: String| match b.strip_prefix('_') {
+                Some(v) if psql.iter().any(|p| p == v) => compact_str::format_compact!(":{v}"),
+                _ => Name::from(b),
+            };
+            e.absent = s
+                .absent
+                .into_iter()
+                .map(|(column, by)| (column.into(), by.into_iter().map(named).collect()))
+                .collect();
             e.condition = s.condition.map(|mut o| {
                 rename(&mut o);
                 Box::new(o)

@@ -195,8 +195,16 @@ fn insert_unless_exists(
     report: Report,
 ) -> Option<Diagnostic> {
     let f = &step.facts;
+    let e = f.extra();
+    // Compared with parameters, literals or the unit's variables: one key per run. A column
+    // of another query (`WHERE name = s.name` over a set) is not.
     if f.kind != StmtKind::Insert
-        || f.extra().absent.is_empty()
+        || e.absent.is_empty()
+        || !e
+            .absent
+            .iter()
+            .flat_map(|(_, by)| by)
+            .all(|b| e.uses.contains(b))
         || f.on_conflict
         || f.dialect != crate::source::Dialect::Postgres
         || tx.isolation == Isolation::Serializable
@@ -209,13 +217,14 @@ fn insert_unless_exists(
     if is_hole(&table.name) || !schema.declares(&table.name) {
         return None;
     }
-    let key = schema.unique_within(&table.name, &f.extra().absent);
+    let absent: Vec<&str> = e.absent.iter().map(|(c, _)| c.as_str()).collect();
+    let key = schema.unique_within(&table.name, &absent);
     match (report, key) {
         (Report::Refusals, Some(key)) => return refused::one_statement(unit, step, &key),
         (Report::Refusals, None) | (Report::Races, Some(_)) => return None,
         (Report::Races, None) => {}
     }
-    let cols = f.extra().absent.join("`, `");
+    let cols = absent.join("`, `");
     Some(
         Diagnostic::new(
             &RULE,
