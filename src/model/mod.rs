@@ -237,6 +237,14 @@ pub struct Handler {
     pub unique: bool,
 }
 
+impl Handler {
+    /// The step numbered `seq` runs in the block's body: its errors are caught here, and its
+    /// work is rolled back when a handler runs.
+    pub fn covers(&self, seq: usize) -> bool {
+        seq > self.after && seq <= self.upto
+    }
+}
+
 /// A branch arm (see [`Step::branch`]) taken on a condition computed from the results of
 /// earlier steps: `if count > 1 { ... }`.
 #[derive(Clone, Debug, PartialEq, Eq)]

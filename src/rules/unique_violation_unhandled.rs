@@ -29,11 +29,10 @@ fn unhandled(unit: &Unit, step: &Step) -> Option<&'static str> {
             .host()
             .propagated
             .then_some("this code passes the error on with `?`"),
-        UnitKind::Routine | UnitKind::DoBlock => (!unit
-            .handlers
-            .iter()
-            .any(|h| h.unique && (h.after..=h.upto).contains(&step.seq)))
-        .then_some("no `EXCEPTION` handler here catches it"),
+        UnitKind::Routine | UnitKind::DoBlock => {
+            (!unit.handlers.iter().any(|h| h.unique && h.covers(step.seq)))
+                .then_some("no `EXCEPTION` handler here catches it")
+        }
         UnitKind::Script | UnitKind::QueryFile => None,
     }
 }

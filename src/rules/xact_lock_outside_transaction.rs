@@ -219,10 +219,7 @@ fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
     };
     let falls_through = h.arms.iter().any(|&a| !leaves(a, usize::MAX));
     for tx in &unit.transactions {
-        let mut body = tx
-            .steps
-            .iter()
-            .filter(|s| s.seq > h.after && s.seq <= h.upto);
+        let mut body = tx.steps.iter().filter(|s| h.covers(s.seq));
         let Some(lock) = body.find(|s| s.facts.xact_locks().next().is_some()) else {
             continue;
         };
