@@ -784,15 +784,15 @@ impl Reader<'_> {
             .map(|t| t.text(self.src)[1..].to_string())
             .filter(|v| v.starts_with(|c: char| c.is_alphabetic() || c == '_'))
             .collect();
-        let rename = |o: &mut Operand| {
-            for i in &mut o.idents {
-                if let Some(v) = i.strip_prefix('_')
-                    && psql.iter().any(|p| p == v)
-                {
-                    *i = compact_str::format_compact!(":{v}");
-                }
+        // A psql variable `:v` reached sqlparser as `_v`: named `:v` again.
+        let named = |i: &mut Name| {
+            if let Some(v) = i.strip_prefix('_')
+                && psql.iter().any(|p| p == v)
+            {
+                *i = compact_str::format_compact!(":{v}");
             }
         };
+        let rename = |o: &mut Operand| o.idents.iter_mut().for_each(named);
         f.columns = s.columns.into_iter().map(Name::from).collect();
         f.filters = s.filters.into();
         f.other_conditions = s.other_conditions;
@@ -820,14 +820,14 @@ impl Reader<'_> {
             e.ddl = s.ddl.map(Box::new);
             e.claim = s.claim.into_iter().map(Name::from).collect();
             e.compared = s.compared.into_iter().map(|c| c.map(Name::from)).collect();
-            let named = |b: String| match b.strip_prefix('_') {
-                Some(v) if psql.iter().any(|p| p == v) => compact_str::format_compact!(":{v}"),
-                _ => Name::from(b),
-            };
             e.absent = s
                 .absent
                 .into_iter()
-                .map(|(column, by)| (column.into(), by.into_iter().map(named).collect()))
+                .map(|(column, by)| {
+                    let mut by: List<Name> = by.into_iter().map(Name::from).collect();
+                    by.iter_mut().for_each(named);
+                    (column.into(), by)
+                })
                 .collect();
             e.condition = s.condition.map(|mut o| {
                 rename(&mut o);
