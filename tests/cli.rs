@@ -266,7 +266,11 @@ fn bad_input_is_reported_and_the_run_goes_on() {
     std::fs::write(d.path().join("latin1.sql"), b"SELECT 'caf\xe9';\n").unwrap();
     d.write("b.sql", BAD).write(
         "deep.sql",
-        &format!("SELECT {}1{};\n", "(".repeat(5000), ")".repeat(5000)),
+        &format!(
+            "SELECT * FROM t WHERE {}1{} = 1;\n",
+            "(".repeat(5000),
+            ")".repeat(5000)
+        ),
     );
     let o = txlint(d.path(), &["check", "--format", "json"]);
     assert_eq!(o.status.code(), Some(1));

@@ -163,10 +163,23 @@ fn cases() -> Vec<Case> {
         Case {
             name: "nested-parens",
             make: |d| {
-                let s = format!("SELECT {}1{};\n", "(".repeat(100_000), ")".repeat(100_000));
+                let s = format!(
+                    "SELECT * FROM t WHERE {}1{} = 1;\n",
+                    "(".repeat(100_000),
+                    ")".repeat(100_000)
+                );
                 write(d, "parens.sql", s)
             },
             expect: Some(("syntax-error", "too deep")),
+        },
+        Case {
+            // A `SELECT` that reads no table is read from its tokens and never parsed.
+            name: "nested-parens-no-table",
+            make: |d| {
+                let s = format!("SELECT {}1{};\n", "(".repeat(100_000), ")".repeat(100_000));
+                write(d, "parens.sql", s)
+            },
+            expect: None,
         },
         Case {
             name: "nested-blocks-in-a-body",
