@@ -100,19 +100,24 @@ pub fn extract(
 /// `.sql` file before any is parsed, so that parsing keeps only calls of these; a match in a
 /// comment or a string only adds a name.
 pub fn routine_names(text: &str) -> Vec<String> {
-    static WORDS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
-    let words = WORDS.get_or_init(|| {
-        aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(["function", "procedure"])
-            .expect("fixed patterns build")
-    });
     let b = text.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
     let mut out = Vec::new();
-    for m in words.find_iter(text) {
-        let (start, end) = (m.start(), m.end());
-        if (start > 0 && ident(b[start - 1])) || b.get(end).is_some_and(|&c| ident(c)) {
+    // A plain byte loop: a case-insensitive automaton for two words whose first letters are
+    // common ran at a third of this speed (2 % of a run over the PostgreSQL corpus).
+    for start in 0..b.len() {
+        let word: &[u8] = match b[start] | 0x20 {
+            b'f' => b"function",
+            b'p' => b"procedure",
+            _ => continue,
+        };
+        let end = start + word.len();
+        if !b
+            .get(start..end)
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
+            || (start > 0 && ident(b[start - 1]))
+            || b.get(end).is_some_and(|&c| ident(c))
+        {
             continue;
         }
         // The word before: `create` or `replace`.
