@@ -48,6 +48,9 @@ pub fn of_text(text: &str) -> Option<Dialect> {
         end -= 1;
     }
     let text = &text[..end];
+    if !has_signal(text.as_bytes()) {
+        return None;
+    }
     let mut tokens = Lexer::new(text, Dialect::Postgres, true)
         .filter(|t| !matches!(t.kind, Kind::Comment | Kind::String | Kind::Meta))
         .peekable();
@@ -58,16 +61,17 @@ pub fn of_text(text: &str) -> Option<Dialect> {
         let starts = prev.is_none_or(|p| p.kind == Kind::Semicolon);
         let punct_next = |p: &str| next.is_some_and(|n| n.is_punct(text, p));
         if tok.kind == Kind::Word {
-            match tok.text(text).to_ascii_lowercase().as_str() {
-                "autoincrement" => return Some(Dialect::Sqlite),
-                "pragma" if starts => return Some(Dialect::Sqlite),
-                "auto_increment" => return Some(Dialect::Mysql),
-                "engine" if punct_next("=") => return Some(Dialect::Mysql),
-                "identity" if punct_next("(") => return Some(Dialect::Mssql),
-                "go" if starts && next.is_none_or(|n| n.kind == Kind::Word) => {
-                    return Some(Dialect::Mssql);
-                }
-                _ => {}
+            let w = |word: &str| tok.text(text).eq_ignore_ascii_case(word);
+            if w("autoincrement") || (w("pragma") && starts) {
+                return Some(Dialect::Sqlite);
+            }
+            if w("auto_increment") || (w("engine") && punct_next("=")) {
+                return Some(Dialect::Mysql);
+            }
+            if (w("identity") && punct_next("("))
+                || (w("go") && starts && next.is_none_or(|n| n.kind == Kind::Word))
+            {
+                return Some(Dialect::Mssql);
             }
         }
         if tok.is_punct(text, "`") {
@@ -97,6 +101,42 @@ pub fn of_text(text: &str) -> Option<Dialect> {
         return Some(Dialect::Sqlite);
     }
     bare.then_some(Dialect::Unknown)
+}
+
+/// Whether the text has anything [`of_text`] decides on: a `` ` ``, a `?`, or one of its words
+/// (a byte scan; most files have none, and are not lexed).
+fn has_signal(b: &[u8]) -> bool {
+    const WORDS: [&[u8]; 6] = [
+        b"autoincrement",
+        b"pragma",
+        b"auto_increment",
+        b"engine",
+        b"identity",
+        b"go",
+    ];
+    let letter = |c: u8| c.is_ascii_alphabetic() || c == b'_' || c >= 0x80;
+    let ident = |c: u8| letter(c) || c.is_ascii_digit() || c == b'$';
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'`' || b[i] == b'?' {
+            return true;
+        }
+        // Wherever the lexer may start a word: also after a digit or `$` (`$1go` is `$1`, `go`),
+        // never inside a word. Words in comments and strings count too: they only cost a lex.
+        if !letter(b[i]) || (i > 0 && letter(b[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && ident(b[i]) {
+            i += 1;
+        }
+        let word = &b[start..i];
+        if WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+            return true;
+        }
+    }
+    false
 }
 
 fn is_keyword(w: &str) -> bool {
@@ -318,6 +358,27 @@ mod tests {
             None
         );
         assert_eq!(of_text("SELECT * FROM t LIMIT ?"), Some(Dialect::Unknown));
+    }
+
+    /// The byte scan before the lexer lets every text through that the lexer decides on.
+    #[test]
+    fn the_byte_scan_keeps_every_signal() {
+        for (text, dialect) in [
+            ("CREATE TABLE t (id int IDENTITY(1, 1));", Dialect::Mssql),
+            ("SELECT 1;\nGO\nSELECT 2\n", Dialect::Mssql),
+            // `$1identity` is lexed as `$1` and `identity`.
+            ("SELECT $1identity(1)", Dialect::Mssql),
+            ("PRAGMA foreign_keys = ON;", Dialect::Sqlite),
+            ("CREATE TABLE t (id int Auto_Increment);", Dialect::Mysql),
+            ("CREATE TABLE t (a int) ENGINE = InnoDB;", Dialect::Mysql),
+        ] {
+            assert!(has_signal(text.as_bytes()), "{text}");
+            assert_eq!(of_text(text), Some(dialect), "{text}");
+        }
+        // Words that merely contain one are not a signal, and such a text is not lexed.
+        let plain = "SELECT category, ego, engines FROM gopher WHERE pragmatic;";
+        assert!(!has_signal(plain.as_bytes()));
+        assert_eq!(of_text(plain), None);
     }
 
     #[test]

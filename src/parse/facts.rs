@@ -48,6 +48,21 @@ impl Cursor<'_> {
     fn punct(&self, i: usize, p: &str) -> bool {
         self.t.get(i).is_some_and(|t| t.is_punct(self.src, p))
     }
+    /// Whether the token at `i` is a word that `test` accepts in lower case (no allocation: the
+    /// words tested against are short).
+    fn word_is(&self, i: usize, test: impl Fn(&str) -> bool) -> bool {
+        let Some(t) = self.t.get(i).filter(|t| t.kind == Kind::Word) else {
+            return false;
+        };
+        let text = t.text(self.src).as_bytes();
+        let mut buf = [0u8; 16];
+        let Some(lower) = buf.get_mut(..text.len()) else {
+            return false;
+        };
+        lower.copy_from_slice(text);
+        lower.make_ascii_lowercase();
+        std::str::from_utf8(lower).is_ok_and(test)
+    }
     fn word(&self, i: usize) -> Option<String> {
         let t = self.t.get(i)?;
         (t.kind == Kind::Word).then(|| t.text(self.src).to_ascii_lowercase())
@@ -479,11 +494,12 @@ impl Reader<'_> {
                 i += 1;
                 continue;
             }
-            let name = c.t[i].text(c.src).to_ascii_lowercase();
-            let close = c.close(i + 1);
-            if let Some(&(function, scope, op, shared)) =
-                LOCK_FUNCTIONS.iter().find(|(n, ..)| *n == name)
+            let name = c.t[i].text(c.src);
+            if let Some(&(function, scope, op, shared)) = LOCK_FUNCTIONS
+                .iter()
+                .find(|(n, ..)| n.eq_ignore_ascii_case(name))
             {
+                let close = c.close(i + 1);
                 let args = c.t[i + 1].end..c.t[close].start.max(c.t[i + 1].end);
                 let key = c.src[args].split_whitespace().collect::<Vec<_>>().join(" ");
                 f.extra_mut().advisory.push(AdvisoryCall {
@@ -501,7 +517,7 @@ impl Reader<'_> {
             let subquery = c.is(i + 2, "select") || c.is(i + 2, "with");
             let qualified = i > 0 && c.punct(i - 1, ".");
             if !subquery
-                && (qualified || !NOT_WORK.contains(&name.as_str()))
+                && (qualified || !NOT_WORK.iter().any(|w| w.eq_ignore_ascii_case(name)))
                 && f.kind == StmtKind::Select
             {
                 f.calls_functions = true;
@@ -579,9 +595,7 @@ impl Reader<'_> {
             if c.punct(i, "(") {
                 let call = i > 0
                     && c.t[i - 1].kind == Kind::Word
-                    && !c
-                        .word(i - 1)
-                        .is_some_and(|w| NOT_CALL.contains(&w.as_str()))
+                    && !c.word_is(i - 1, |w| NOT_CALL.contains(&w))
                     && !(c.is(i + 1, "select") || c.is(i + 1, "with") || c.is(i + 1, "values"));
                 parens.push(call);
                 continue;
@@ -615,7 +629,7 @@ impl Reader<'_> {
             } else if query && (c.is(i, "join") || (in_from && c.punct(i, ","))) {
                 Some((i + 1, false))
             } else {
-                if in_from && c.word(i).is_some_and(|w| ends_from_list(&w)) {
+                if in_from && c.word_is(i, ends_from_list) {
                     from_lists.pop();
                 }
                 None
