@@ -196,6 +196,11 @@ impl LineIndex {
 
     /// Lines end at `\n`, `\r\n` or a lone `\r`.
     pub fn new(text: &str) -> Self {
+        if !text.contains('\r') {
+            let mut index = Self::at_newlines(text);
+            index.starts.shrink_to_fit();
+            return index;
+        }
         let b = text.as_bytes();
         let mut starts = vec![0];
         starts.extend(

@@ -40,13 +40,23 @@ impl Token {
         &src[self.start..self.end]
     }
 
+    /// The token's bytes: tests against ASCII words need no character boundaries checked (they
+    /// run for every token, many times per statement).
+    fn bytes<'s>(&self, src: &'s str) -> &'s [u8] {
+        src.as_bytes().get(self.start..self.end).unwrap_or_default()
+    }
+
     /// Case-insensitive keyword test for word tokens.
     pub fn is(&self, src: &str, word: &str) -> bool {
-        self.kind == Kind::Word && self.text(src).eq_ignore_ascii_case(word)
+        self.kind == Kind::Word
+            && self.end - self.start == word.len()
+            && self.bytes(src).eq_ignore_ascii_case(word.as_bytes())
     }
 
     pub fn is_punct(&self, src: &str, p: &str) -> bool {
-        self.kind == Kind::Punct && self.text(src) == p
+        self.kind == Kind::Punct
+            && self.end - self.start == p.len()
+            && self.bytes(src) == p.as_bytes()
     }
 }
 
