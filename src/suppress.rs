@@ -17,26 +17,21 @@ pub struct Suppression {
 }
 
 /// Find the suppression comments of a file (comment markers outside comments are rare enough in
-/// SQL and Rust that a text scan is the right tool: it also sees comments inside routine bodies
+/// SQL and Rust that a line scan is the right tool: it also sees comments inside routine bodies
 /// and Rust string literals).
 pub fn scan(file: FileId, text: &str) -> Vec<Suppression> {
     let mut out = Vec::new();
-    // One search over the text, not one per line: most files have no marker at all.
-    let (mut n, mut counted, mut scanned, mut last) = (0, 0, 0, None);
-    for (hit, _) in text.match_indices("txlint:") {
-        let start = text[scanned..hit]
-            .rfind('\n')
-            .map_or(last.unwrap_or(0), |i| scanned + i + 1);
-        scanned = hit;
-        // The first marker of a line counts.
-        if last == Some(start) {
+    // Most files have no marker at all: one search over the text spares them the line scan.
+    if !text.contains("txlint:") {
+        return out;
+    }
+    let mut offset = 0;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let start = offset;
+        offset += line.len();
+        let Some(at) = line.find("txlint:") else {
             continue;
-        }
-        last = Some(start);
-        n += text[counted..start].bytes().filter(|&c| c == b'\n').count();
-        counted = start;
-        let line = &text[start..text[hit..].find('\n').map_or(text.len(), |i| hit + i + 1)];
-        let at = hit - start;
+        };
         let before = line[..at].trim_end();
         if !(before.ends_with("--") || before.ends_with("//")) {
             continue;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::parse::lex::{Kind, Lexer, Token};
+use crate::parse::lex::{Kind, Lexer, Token, is_ident, is_ident_start};
 use crate::source::Dialect;
 
 /// The dialect a `.sql` file's path names: `sqlite/`, `queries_mysql/`, `x.sqlite.sql`, ....
@@ -114,8 +114,6 @@ fn has_signal(b: &[u8]) -> bool {
         b"identity",
         b"go",
     ];
-    let letter = |c: u8| c.is_ascii_alphabetic() || c == b'_' || c >= 0x80;
-    let ident = |c: u8| letter(c) || c.is_ascii_digit() || c == b'$';
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'`' || b[i] == b'?' {
@@ -123,12 +121,12 @@ fn has_signal(b: &[u8]) -> bool {
         }
         // Wherever the lexer may start a word: also after a digit or `$` (`$1go` is `$1`, `go`),
         // never inside a word. Words in comments and strings count too: they only cost a lex.
-        if !letter(b[i]) || (i > 0 && letter(b[i - 1])) {
+        if !is_ident_start(b[i]) || (i > 0 && is_ident_start(b[i - 1])) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < b.len() && ident(b[i]) {
+        while i < b.len() && is_ident(b[i]) {
             i += 1;
         }
         let word = &b[start..i];
