@@ -930,9 +930,16 @@ impl Reader<'_> {
                 sql.replace_range(s..e, &" ".repeat(e - s));
             }
         }
-        let result = Parser::new(self.parser)
-            .try_with_sql(&sql)
-            .and_then(|mut p| p.parse_statements());
+        let parser = Parser::new(self.parser);
+        let tokens = match self.dialect {
+            Dialect::Postgres => super::feed::tokens(&sql),
+            _ => None,
+        };
+        let result = match tokens {
+            Some(tokens) => Ok(parser.with_tokens_with_locations(tokens)),
+            None => parser.try_with_sql(&sql),
+        }
+        .and_then(|mut p| p.parse_statements());
         let err = match result {
             Ok(parsed) => return Ok((sql, parsed)),
             Err(e) => e,

@@ -2,6 +2,7 @@
 
 pub mod ast;
 pub mod facts;
+pub mod feed;
 pub mod lex;
 pub mod plpgsql;
 pub mod split;
