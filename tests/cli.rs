@@ -876,6 +876,32 @@ fn model_shows_query_builder_sql() {
     }
 }
 
+/// `txlint model` shows what a helper that callers walk in place does to the handle it gets:
+/// the session lock it takes through its caller's connection is still held when it returns.
+#[test]
+fn model_shows_helper_summaries() {
+    let out = txlint(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["model", "fixtures/session-lock-on-pool/helper_callers.rs"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let f = "fixtures/session-lock-on-pool/helper_callers.rs";
+    for line in [
+        format!(
+            "{f}:6:1 helper fn lock_tenant, walked in place from 4 calls: {f}:16:5, {f}:21:5, {f}:26:5, 1 more"
+        ),
+        "  `&mut **conn`: pooled connection from its caller".to_string(),
+        format!("      {f}:7:18 Select"),
+        format!("    still held on return: pg_advisory_lock($1) at {f}:7:25"),
+        "  returns nothing read from the database".to_string(),
+    ] {
+        assert!(
+            text.lines().any(|l| l.trim_end() == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
+}
+
 /// Each file is linted with the nearest `txlint.toml` above it, as in the editor: a
 /// sub-project's rules, `exclude` and project boundary apply to its files, from the top folder,
 /// for a file named alone and for standard input standing for a file there.

@@ -853,3 +853,103 @@ fn f(conn: &mut PgConnection, k: i64) {
     );
     assert!(!run.program.schema.tables.contains_key("comments"));
 }
+
+fn summaries(src: &str) -> Vec<txlint::model::Summary> {
+    let config = Config::parse("").expect("config");
+    txlint::check_source("lib.rs", src, &config)
+        .program
+        .summaries
+}
+
+/// A helper's summary says what it does to the handles it gets: what it sends through each,
+/// whether it takes the session itself, the locks it still holds on return, what it returns,
+/// and which calls callers' walks followed into it.
+#[test]
+fn helpers_are_summarised_by_what_they_do_to_their_handles() {
+    let src = r#"
+async fn lock_tenant(conn: &mut PoolConnection<Postgres>, tenant: i64) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_lock($1)").bind(tenant).execute(&mut **conn).await?;
+    sqlx::query("SELECT pg_advisory_lock(7)").execute(&mut **conn).await?;
+    sqlx::query("SELECT pg_advisory_unlock(7)").execute(&mut **conn).await?;
+    Ok(())
+}
+
+async fn debit(tx: &mut Transaction<'_, Postgres>, id: i64) -> sqlx::Result<i64> {
+    let n: i64 = sqlx::query_scalar("SELECT n FROM accounts WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(n)
+}
+
+async fn own(pool: &PgPool) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE accounts SET n = 0").execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn caller(pool: &PgPool, id: i64) -> sqlx::Result<()> {
+    let mut conn = pool.acquire().await?;
+    lock_tenant(&mut conn, id).await?;
+    lock_tenant(&mut conn, id + 1).await?;
+    let mut tx = pool.begin().await?;
+    let n = debit(&mut tx, id).await?;
+    sqlx::query("UPDATE accounts SET n = $1 WHERE id = $2").bind(n - 1).bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    own(pool).await
+}
+"#;
+    let s = summaries(src);
+    let names: Vec<_> = s.iter().filter_map(|s| s.unit.name.as_deref()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let get = |name: &str| {
+        s.iter()
+            .find(|s| s.unit.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no summary of {name}"))
+    };
+    let line = |span: txlint::source::Span| src[..span.start()].lines().count();
+    let held = |h: &txlint::model::HandleUse| -> Vec<(usize, String)> {
+        h.held.iter().map(|(s, l)| (line(*s), l.clone())).collect()
+    };
+
+    let lock = get("lock_tenant");
+    assert_eq!(
+        lock.callers.iter().map(|&c| line(c)).collect::<Vec<_>>(),
+        [26, 27]
+    );
+    let handles = lock.handles();
+    assert_eq!(handles.len(), 1);
+    assert_eq!(handles[0].via, "&mut **conn");
+    assert_eq!(handles[0].acquired, None, "the caller's connection");
+    // The lock on 7 is released; the one on the tenant is not.
+    assert_eq!(held(&handles[0]), [(3, "pg_advisory_lock($1)".into())]);
+    assert_eq!(lock.returns, txlint::model::Returns::Nothing);
+
+    let debit = get("debit");
+    let handles = debit.handles();
+    assert_eq!(handles.len(), 1);
+    assert_eq!(handles[0].transactions[0].executor, Executor::Transaction);
+    // The row lock is the caller's until the caller ends the transaction.
+    assert_eq!(held(&handles[0]), [(10, "FOR UPDATE".into())]);
+    match &debit.returns {
+        txlint::model::Returns::Data(spans) => {
+            assert_eq!(spans.iter().map(|&s| line(s)).collect::<Vec<_>>(), [10])
+        }
+        other => panic!("debit returns {other:?}"),
+    }
+
+    let own = get("own");
+    let handles = own.handles();
+    assert_eq!(handles.len(), 1);
+    assert!(
+        handles[0].acquired.is_some(),
+        "it begins its own transaction"
+    );
+    let tx = handles[0].transactions[0];
+    assert!(tx.begin().is_some() && tx.end().is_some());
+    assert!(
+        handles[0].held.is_empty(),
+        "its commit releases what it took"
+    );
+}

@@ -147,6 +147,8 @@ pub struct Extracted {
     pub declared: Vec<crate::model::TableDdl>,
     /// `CREATE TRIGGER` statements, in file order.
     pub triggers: Vec<crate::model::Trigger>,
+    /// Rust helpers that callers walk in place, summarised.
+    pub summaries: Vec<crate::model::Summary>,
 }
 
 impl Extracted {
@@ -159,6 +161,7 @@ impl Extracted {
         self.generated.extend(o.generated);
         self.declared.extend(o.declared);
         self.triggers.extend(o.triggers);
+        self.summaries.extend(o.summaries);
         self.limits.extend(o.limits);
         self.stats += o.stats;
         self.notes.extend(o.notes);

@@ -8,8 +8,10 @@ pub mod flow;
 pub mod lockgraph;
 pub mod routines;
 pub mod schema;
+mod summary;
 
 pub use facts::*;
+pub use summary::{HandleUse, Returns, Summary};
 
 use crate::source::{SourceFile, Span};
 
@@ -24,6 +26,9 @@ pub struct Program {
     pub schema: schema::Schema,
     /// SQL txlint wrote for query-builder chains (diesel), by the statement's span.
     pub generated: std::collections::HashMap<Span, String>,
+    /// What each Rust helper that callers walk in place does to the handles it gets (for
+    /// `txlint model`; the rules read the callers' units).
+    pub summaries: Vec<Summary>,
 }
 
 impl Program {
@@ -33,6 +38,7 @@ impl Program {
         self.skipped = Vec::new();
         self.schema = schema::Schema::default();
         self.generated = Default::default();
+        self.summaries = Vec::new();
     }
 }
 

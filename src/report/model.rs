@@ -138,6 +138,11 @@ pub fn render(run: &Run) -> String {
             unit.name.as_deref().unwrap_or("")
         );
     }
+    let mut summaries: Vec<&Summary> = run.program.summaries.iter().collect();
+    summaries.sort_by_key(|s| (&files[s.unit.span.file].display, s.unit.span.start()));
+    for summary in summaries {
+        helper(&mut out, summary, &at);
+    }
     let counts: Vec<String> = by_executor
         .iter()
         .map(|(k, n)| format!("{n} via {k}"))
@@ -150,4 +155,76 @@ pub fn render(run: &Run) -> String {
         counts.join(", ")
     );
     out
+}
+
+/// A helper's summary: the handles it gets or takes, what it runs through each, the locks it
+/// still holds on return, and what it gives back.
+fn helper(out: &mut String, summary: &Summary, at: &dyn Fn(crate::source::Span) -> String) {
+    let unit = &summary.unit;
+    let mut callers: Vec<String> = summary.callers.iter().take(3).map(|&c| at(c)).collect();
+    if summary.callers.len() > 3 {
+        callers.push(format!("{} more", summary.callers.len() - 3));
+    }
+    let _ = writeln!(
+        out,
+        "{} helper fn {}, walked in place from {}: {}",
+        at(unit.span),
+        unit.name.as_deref().unwrap_or(""),
+        super::text::plural(summary.callers.len(), "call"),
+        callers.join(", ")
+    );
+    for handle in summary.handles() {
+        let kind = handle
+            .transactions
+            .first()
+            .map_or(Executor::Unknown, |t| t.executor);
+        let from = match handle.acquired {
+            None => "from its caller".to_string(),
+            Some(span) => format!("taken at {}", at(span)),
+        };
+        let _ = writeln!(out, "  `{}`: {} {from}", handle.via, executor(kind));
+        for tx in &handle.transactions {
+            let what = match (tx.begin(), tx.end()) {
+                (Some(b), Some(e)) => {
+                    format!("transaction opened at {}, ended at {}", at(b), at(e))
+                }
+                (Some(b), None) => format!("transaction opened at {}, left open", at(b)),
+                (None, Some(e)) => format!("{}, ended at {}", scope(tx.scope), at(e)),
+                // A transaction handle the helper is given: it runs in its caller's.
+                (None, None) if tx.executor == Executor::Transaction => {
+                    "its caller's transaction".to_string()
+                }
+                (None, None) => scope(tx.scope).to_string(),
+            };
+            let _ = writeln!(out, "    {what}");
+            for step in &tx.steps {
+                let f = &step.facts;
+                let tables: Vec<String> = f
+                    .writes
+                    .iter()
+                    .map(|t| format!("writes {}", t.name))
+                    .chain(f.reads.iter().map(|t| format!("reads {}", t.name)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "      {} {:?} {}",
+                    at(step.span),
+                    f.kind,
+                    tables.join(", ")
+                );
+            }
+        }
+        for (span, lock) in &handle.held {
+            let _ = writeln!(out, "    still held on return: {lock} at {}", at(*span));
+        }
+    }
+    let returns = match &summary.returns {
+        Returns::Nothing => "nothing read from the database".to_string(),
+        Returns::Handle(kind) => format!("its {} handle", executor(*kind)),
+        Returns::Data(spans) => format!(
+            "values computed from the results at {}",
+            spans.iter().map(|&s| at(s)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let _ = writeln!(out, "  returns {returns}");
 }

@@ -803,7 +803,7 @@ impl<'a> Walker<'a, '_> {
         }
         // A helper that only skipped test code calls is still analysed on its own.
         if !self.test {
-            self.shared.inlined.insert(i);
+            self.shared.inlined.entry(i).or_default().push(at);
         }
         let f = &self.ix.fns[i];
         let saved_vars = std::mem::take(&mut self.vars);
@@ -829,6 +829,17 @@ impl<'a> Walker<'a, '_> {
         match returned.iter().find(|v| matches!(v, Value::Handle(_))) {
             Some(h) => h.clone(),
             None => data_of(&returned),
+        }
+    }
+
+    /// What the values a function returns give its caller (see [`Returns`]).
+    pub(super) fn returns(&self, values: &[Value]) -> Returned {
+        if let Some(Value::Handle(h)) = values.iter().find(|v| matches!(v, Value::Handle(_))) {
+            return Returned::Handle(h.kind);
+        }
+        match data_of(values) {
+            Value::Data(flow) => Returned::Data(flow),
+            _ => Returned::Nothing,
         }
     }
 

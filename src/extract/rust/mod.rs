@@ -272,6 +272,7 @@ fn batch(
     }
     // Files read here that nothing points into are forgotten (a suppression comment counts).
     let mut kept: HashSet<FileId> = front.out.units.iter().flat_map(Unit::files).collect();
+    kept.extend(front.out.summaries.iter().flat_map(|s| s.unit.files()));
     kept.extend(front.out.failures.iter().map(|f| f.span.file));
     for (id, f) in &mut own {
         if late.contains(id) && !kept.contains(id) && !f.text().contains("txlint") {
@@ -286,7 +287,7 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
     let index = Index::build(parsed, config);
     let mut shared = Shared {
         cache: HashMap::new(),
-        inlined: HashSet::new(),
+        inlined: HashMap::new(),
         extra,
         batch: b,
     };
@@ -301,13 +302,45 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
         w.test = f.test && !config.include_tests;
         w.stack.push(i);
         w.params(f.sig, f.owner, None, None);
-        w.block(f.block);
-        units.push((i, w.finish(f)));
+        w.returned.push(Vec::new());
+        let tail = w.block_value(f.block);
+        let mut returned = w.returned.pop().unwrap_or_default();
+        returned.push(tail);
+        let returns = w.returns(&returned);
+        units.push((i, w.finish(f), returns));
     }
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
-    // file need not stay in memory.
-    units.retain(|(i, u)| !shared.inlined.contains(i) && !u.transactions.is_empty());
-    front.out.units.extend(units.into_iter().map(|(_, u)| u));
+    // file need not stay in memory. One that callers walk in place is their statements; its
+    // own walk is kept as its summary.
+    for (i, unit, returns) in units {
+        if unit.transactions.is_empty() {
+            continue;
+        }
+        match shared.inlined.remove(&i) {
+            Some(mut callers) => {
+                callers.sort_by_key(|s| (s.file, s.start()));
+                callers.dedup();
+                let returns = match returns {
+                    Returned::Nothing => Returns::Nothing,
+                    Returned::Handle(kind) => Returns::Handle(kind),
+                    Returned::Data(seqs) => Returns::Data(
+                        unit.transactions
+                            .iter()
+                            .flat_map(|t| &t.steps)
+                            .filter(|s| seqs.contains(&s.seq))
+                            .map(|s| s.span)
+                            .collect(),
+                    ),
+                };
+                front.out.summaries.push(Summary {
+                    unit,
+                    callers,
+                    returns,
+                });
+            }
+            None => front.out.units.push(unit),
+        }
+    }
     let mut declared: Vec<_> = index.tables.values().cloned().collect();
     // `joinable!(child -> parent (column))`: a foreign key to the parent's primary key.
     for [child, parent, column] in &index.joinables {
@@ -1137,12 +1170,19 @@ type SqlKey = ((FileId, usize, u64), Dialect);
 struct Shared<'e> {
     /// Steps of each SQL literal, read once per dialect, with their messages.
     cache: HashMap<SqlKey, Vec<(Step, usize)>>,
-    /// Functions walked in place in some caller.
-    inlined: HashSet<usize>,
+    /// Functions walked in place in some caller, with the calls walked.
+    inlined: HashMap<usize, Vec<Span>>,
     /// SQL files read for `query_file!`.
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
     batch: usize,
+}
+
+/// What a function's own walk returns (see [`Returns`]), steps by their `seq`.
+enum Returned {
+    Nothing,
+    Handle(Executor),
+    Data(Flow),
 }
 
 /// SQL text: its value and where each byte of it is in a host file.

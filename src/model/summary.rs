@@ -1,0 +1,124 @@
+//! Summaries of Rust helpers: what a function that other functions call does to the handles it
+//! gets. A summary is the function's own walk, its parameters bound to handles by their types
+//! (the walk every function gets, see `extract/rust`), kept for each function some caller walks
+//! in place. `txlint model` shows them; the rules read the callers' units, where each call of the
+//! helper is walked in place with the caller's handles and values.
+
+use super::*;
+
+/// What a helper does, from its own walk.
+#[derive(Debug)]
+pub struct Summary {
+    /// The walk: its sessions, transactions and statements, as if it were called on handles of
+    /// the parameters' types.
+    pub unit: Unit,
+    /// The calls of it that callers' walks followed, in source order.
+    pub callers: Vec<Span>,
+    pub returns: Returns,
+}
+
+/// What a helper returns, as far as the database is concerned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Returns {
+    /// Nothing read from the database.
+    Nothing,
+    /// A handle: the caller goes on with it (a transaction the helper opened, a field's pool).
+    Handle(Executor),
+    /// Values computed from the results of the statements at these places.
+    Data(Vec<Span>),
+}
+
+/// One handle a helper uses, and what it does through it.
+#[derive(Debug)]
+pub struct HandleUse<'u> {
+    /// The session (see [`Unit::sessions`]); `None` for a pool, where each statement has a
+    /// connection of its own.
+    pub session: Option<usize>,
+    /// The handle as the code writes it at its first statement (`&mut **conn`, `&self.pool`).
+    pub via: &'u str,
+    /// Where the helper takes the session itself (`pool.acquire()`, `pool.begin()`); `None`
+    /// when it gets it from its caller.
+    pub acquired: Option<Span>,
+    pub transactions: Vec<&'u Transaction>,
+    /// Locks still held when the helper returns: session advisory locks it does not release,
+    /// and the transaction-scoped locks (advisory and row locks) of a transaction it does not
+    /// end (its caller's, or one it leaves open).
+    pub held: Vec<(Span, String)>,
+}
+
+impl Summary {
+    /// Per handle (in the order of first use): the transactions the helper runs through it and
+    /// the locks it still holds on return.
+    pub fn handles(&self) -> Vec<HandleUse<'_>> {
+        let mut uses: Vec<HandleUse> = Vec::new();
+        for tx in &self.unit.transactions {
+            let Some(first) = tx.steps.first() else {
+                continue;
+            };
+            let session = first.session;
+            let i = match uses
+                .iter()
+                .position(|u| session.is_some() && u.session == session)
+            {
+                Some(i) => i,
+                None => {
+                    uses.push(HandleUse {
+                        session,
+                        via: first.host().via.as_deref().unwrap_or(""),
+                        acquired: session
+                            .and_then(|s| self.unit.sessions.get(s))
+                            .and_then(|s| s.acquired),
+                        transactions: Vec::new(),
+                        held: Vec::new(),
+                    });
+                    uses.len() - 1
+                }
+            };
+            uses[i].transactions.push(tx);
+        }
+        for u in &mut uses {
+            u.held = held(&u.transactions);
+        }
+        uses
+    }
+}
+
+/// Locks a helper's transactions on one handle still hold when it returns.
+fn held(transactions: &[&Transaction]) -> Vec<(Span, String)> {
+    let mut session: Vec<(Span, &AdvisoryCall)> = Vec::new();
+    let mut out = Vec::new();
+    for tx in transactions {
+        // A transaction the helper does not end: its caller's, or one left open.
+        let open = tx.end().is_none() && matches!(tx.scope, Scope::Caller | Scope::Explicit);
+        for step in &tx.steps {
+            for call in &step.facts.extra().advisory {
+                match (call.op, call.scope) {
+                    (AdvisoryOp::Lock | AdvisoryOp::TryLock, LockScope::Session) => {
+                        session.push((call.span, call));
+                    }
+                    (AdvisoryOp::Lock | AdvisoryOp::TryLock, LockScope::Transaction) if open => {
+                        out.push((call.span, format!("{}({})", call.function, call.key)));
+                    }
+                    (AdvisoryOp::Unlock, _) => session.retain(|(_, c)| c.key != call.key),
+                    (AdvisoryOp::UnlockAll, _) => session.clear(),
+                    _ => {}
+                }
+            }
+            if open {
+                out.extend(
+                    step.facts
+                        .row_locks
+                        .iter()
+                        .map(|l| (l.span, l.clause.clone())),
+                );
+            }
+        }
+    }
+    out.extend(
+        session
+            .into_iter()
+            .map(|(span, c)| (span, format!("{}({})", c.function, c.key))),
+    );
+    out.sort_by_key(|(span, _)| (span.file, span.start()));
+    out
+}
