@@ -890,7 +890,8 @@ fn model_shows_helper_summaries() {
         format!(
             "{f}:6:1 helper fn lock_tenant, walked in place from 4 calls: {f}:16:5, {f}:21:5, {f}:26:5, 1 more"
         ),
-        "  `&mut **conn`: pooled connection from its caller".to_string(),
+        "  `&mut **conn`, from its caller:".to_string(),
+        "    autocommit via pooled connection".to_string(),
         format!("      {f}:7:18 Select"),
         format!("    still held on return: pg_advisory_lock($1) at {f}:7:25"),
         "  returns nothing read from the database".to_string(),

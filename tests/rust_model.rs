@@ -899,10 +899,22 @@ async fn caller(pool: &PgPool, id: i64) -> sqlx::Result<()> {
     tx.commit().await?;
     own(pool).await
 }
+
+fn claim(conn: &mut PgConnection) -> QueryResult<()> {
+    conn.transaction(|conn| {
+        diesel::sql_query("SELECT id FROM jobs WHERE state = 'new' FOR UPDATE SKIP LOCKED")
+            .execute(conn)?;
+        Ok(())
+    })
+}
+
+fn worker(conn: &mut PgConnection) -> QueryResult<()> {
+    claim(conn)
+}
 "#;
     let s = summaries(src);
     let names: Vec<_> = s.iter().filter_map(|s| s.unit.name.as_deref()).collect();
-    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names.len(), 4, "{names:?}");
     let get = |name: &str| {
         s.iter()
             .find(|s| s.unit.name.as_deref() == Some(name))
@@ -952,4 +964,18 @@ async fn caller(pool: &PgPool, id: i64) -> sqlx::Result<()> {
         handles[0].held.is_empty(),
         "its commit releases what it took"
     );
+    assert!(!own.left_open(tx));
+
+    // The transaction of a closure ends with the closure, before the helper returns: its row
+    // lock is not held by the caller.
+    let claim = get("claim");
+    let handles = claim.handles();
+    assert_eq!(handles.len(), 1);
+    let tx = handles[0].transactions[0];
+    assert!(tx.begin().is_some());
+    assert!(
+        !claim.left_open(tx),
+        "the closure's transaction ends in the helper"
+    );
+    assert!(handles[0].held.is_empty(), "{:?}", handles[0].held);
 }

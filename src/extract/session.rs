@@ -78,6 +78,11 @@ impl SessionWalker {
         self.last_message = None;
     }
 
+    /// The `seq` of the first step of the transaction still open, if it has one.
+    pub fn open_since(&self) -> Option<usize> {
+        self.open.as_ref()?.steps.first().map(|s| s.seq)
+    }
+
     /// Where the session stands: whether a transaction is open, and how many have ended.
     pub fn mark(&self) -> (bool, usize) {
         (self.open.is_some(), self.done.len())

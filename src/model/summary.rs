@@ -15,6 +15,10 @@ pub struct Summary {
     /// The calls of it that callers' walks followed, in source order.
     pub callers: Vec<Span>,
     pub returns: Returns,
+    /// The transactions still open when the helper returns (by the `seq` of their first step):
+    /// its caller's, unless the helper ends it, and any it opens and leaves open. The others
+    /// ended in the helper, where it says so or where their scope ends (a closure, a drop).
+    pub open: Vec<usize>,
 }
 
 /// What a helper returns, as far as the database is concerned.
@@ -77,19 +81,26 @@ impl Summary {
             uses[i].transactions.push(tx);
         }
         for u in &mut uses {
-            u.held = held(&u.transactions);
+            u.held = held(&u.transactions, |tx| self.left_open(tx));
         }
         uses
+    }
+
+    /// Whether `tx` is still open when the helper returns.
+    pub fn left_open(&self, tx: &Transaction) -> bool {
+        tx.steps.first().is_some_and(|s| self.open.contains(&s.seq))
     }
 }
 
 /// Locks a helper's transactions on one handle still hold when it returns.
-fn held(transactions: &[&Transaction]) -> Vec<(Span, String)> {
+fn held(
+    transactions: &[&Transaction],
+    left_open: impl Fn(&Transaction) -> bool,
+) -> Vec<(Span, String)> {
     let mut session: Vec<(Span, &AdvisoryCall)> = Vec::new();
     let mut out = Vec::new();
     for tx in transactions {
-        // A transaction the helper does not end: its caller's, or one left open.
-        let open = tx.end().is_none() && matches!(tx.scope, Scope::Caller | Scope::Explicit);
+        let open = left_open(tx);
         for step in &tx.steps {
             for call in &step.facts.extra().advisory {
                 match (call.op, call.scope) {

@@ -174,27 +174,28 @@ fn helper(out: &mut String, summary: &Summary, at: &dyn Fn(crate::source::Span) 
         callers.join(", ")
     );
     for handle in summary.handles() {
-        let kind = handle
-            .transactions
-            .first()
-            .map_or(Executor::Unknown, |t| t.executor);
         let from = match handle.acquired {
             None => "from its caller".to_string(),
             Some(span) => format!("taken at {}", at(span)),
         };
-        let _ = writeln!(out, "  `{}`: {} {from}", handle.via, executor(kind));
+        let _ = writeln!(out, "  `{}`, {from}:", handle.via);
         for tx in &handle.transactions {
-            let what = match (tx.begin(), tx.end()) {
-                (Some(b), Some(e)) => {
-                    format!("transaction opened at {}, ended at {}", at(b), at(e))
-                }
-                (Some(b), None) => format!("transaction opened at {}, left open", at(b)),
-                (None, Some(e)) => format!("{}, ended at {}", scope(tx.scope), at(e)),
+            let open = summary.left_open(tx);
+            let ended = match tx.end() {
+                Some(e) => format!("ended at {}", at(e)),
+                None if open => "still open on return".to_string(),
+                None => "ended where its scope ends".to_string(),
+            };
+            let what = match tx.begin() {
+                Some(b) => format!("transaction opened at {}, {ended}", at(b)),
                 // A transaction handle the helper is given: it runs in its caller's.
-                (None, None) if tx.executor == Executor::Transaction => {
+                None if tx.executor == Executor::Transaction && open => {
                     "its caller's transaction".to_string()
                 }
-                (None, None) => scope(tx.scope).to_string(),
+                None if tx.executor == Executor::Transaction => {
+                    format!("its caller's transaction, {ended}")
+                }
+                None => format!("{} via {}", scope(tx.scope), executor(tx.executor)),
             };
             let _ = writeln!(out, "    {what}");
             for step in &tx.steps {

@@ -307,12 +307,13 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
         let mut returned = w.returned.pop().unwrap_or_default();
         returned.push(tail);
         let returns = w.returns(&returned);
-        units.push((i, w.finish(f), returns));
+        let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
+        units.push((i, w.finish(f), returns, open));
     }
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
     // file need not stay in memory. One that callers walk in place is their statements; its
     // own walk is kept as its summary.
-    for (i, unit, returns) in units {
+    for (i, unit, returns, open) in units {
         if unit.transactions.is_empty() {
             continue;
         }
@@ -336,6 +337,7 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
                     unit,
                     callers,
                     returns,
+                    open,
                 });
             }
             None => front.out.units.push(unit),
