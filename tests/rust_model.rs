@@ -911,10 +911,21 @@ fn claim(conn: &mut PgConnection) -> QueryResult<()> {
 fn worker(conn: &mut PgConnection) -> QueryResult<()> {
     claim(conn)
 }
+
+async fn share(conn: &mut PoolConnection<Postgres>) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_lock_shared(9)").execute(&mut **conn).await?;
+    sqlx::query("SELECT pg_advisory_unlock(9)").execute(&mut **conn).await?;
+    Ok(())
+}
+
+async fn reader(pool: &PgPool) -> sqlx::Result<()> {
+    let mut conn = pool.acquire().await?;
+    share(&mut conn).await
+}
 "#;
     let s = summaries(src);
     let names: Vec<_> = s.iter().filter_map(|s| s.unit.name.as_deref()).collect();
-    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names.len(), 5, "{names:?}");
     let get = |name: &str| {
         s.iter()
             .find(|s| s.unit.name.as_deref() == Some(name))
@@ -945,8 +956,12 @@ fn worker(conn: &mut PgConnection) -> QueryResult<()> {
     // The row lock is the caller's until the caller ends the transaction.
     assert_eq!(held(&handles[0]), [(10, "FOR UPDATE".into())]);
     match &debit.returns {
-        txlint::model::Returns::Data(spans) => {
-            assert_eq!(spans.iter().map(|&s| line(s)).collect::<Vec<_>>(), [10])
+        txlint::model::Returns::Data(seqs) => {
+            let lines: Vec<_> = seqs
+                .iter()
+                .map(|&seq| line(debit.step(seq).expect("a step of debit").span))
+                .collect();
+            assert_eq!(lines, [10])
         }
         other => panic!("debit returns {other:?}"),
     }
@@ -978,4 +993,13 @@ fn worker(conn: &mut PgConnection) -> QueryResult<()> {
         "the closure's transaction ends in the helper"
     );
     assert!(handles[0].held.is_empty(), "{:?}", handles[0].held);
+
+    // An exclusive unlock does not release a shared lock on the same key.
+    let share = get("share");
+    let handles = share.handles();
+    assert_eq!(handles.len(), 1);
+    assert_eq!(
+        held(&handles[0]),
+        [(48, "pg_advisory_lock_shared(9)".into())]
+    );
 }

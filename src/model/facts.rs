@@ -299,6 +299,22 @@ impl AdvisoryCall {
         self.scope == LockScope::Transaction
             && matches!(self.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
     }
+
+    /// Takes (or tries to take) a session-scoped lock.
+    pub fn takes_session_lock(&self) -> bool {
+        self.scope == LockScope::Session
+            && matches!(self.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
+    }
+
+    /// Releases the session lock `lock` takes: `pg_advisory_unlock_all()`, or an unlock of the
+    /// same key in the same mode (`pg_advisory_unlock_shared` releases only a shared lock).
+    pub fn releases(&self, lock: &AdvisoryCall) -> bool {
+        self.scope == LockScope::Session
+            && (self.op == AdvisoryOp::UnlockAll
+                || (self.op == AdvisoryOp::Unlock
+                    && self.key == lock.key
+                    && self.shared == lock.shared))
+    }
 }
 
 impl Facts {

@@ -28,8 +28,8 @@ pub enum Returns {
     Nothing,
     /// A handle: the caller goes on with it (a transaction the helper opened, a field's pool).
     Handle(Executor),
-    /// Values computed from the results of the statements at these places.
-    Data(Vec<Span>),
+    /// Values computed from the results of these steps (by [`Step::seq`]).
+    Data(Vec<usize>),
 }
 
 /// One handle a helper uses, and what it does through it.
@@ -86,6 +86,15 @@ impl Summary {
         uses
     }
 
+    /// The helper's step with this `seq`.
+    pub fn step(&self, seq: usize) -> Option<&Step> {
+        self.unit
+            .transactions
+            .iter()
+            .flat_map(|t| &t.steps)
+            .find(|s| s.seq == seq)
+    }
+
     /// Whether `tx` is still open when the helper returns.
     pub fn left_open(&self, tx: &Transaction) -> bool {
         tx.steps.first().is_some_and(|s| self.open.contains(&s.seq))
@@ -103,17 +112,12 @@ fn held(
         let open = left_open(tx);
         for step in &tx.steps {
             for call in &step.facts.extra().advisory {
-                match (call.op, call.scope) {
-                    (AdvisoryOp::Lock | AdvisoryOp::TryLock, LockScope::Session) => {
-                        session.push((call.span, call));
-                    }
-                    (AdvisoryOp::Lock | AdvisoryOp::TryLock, LockScope::Transaction) if open => {
-                        out.push((call.span, format!("{}({})", call.function, call.key)));
-                    }
-                    (AdvisoryOp::Unlock, _) => session.retain(|(_, c)| c.key != call.key),
-                    (AdvisoryOp::UnlockAll, _) => session.clear(),
-                    _ => {}
+                if call.takes_session_lock() {
+                    session.push((call.span, call));
+                } else if call.takes_xact_lock() && open {
+                    out.push((call.span, format!("{}({})", call.function, call.key)));
                 }
+                session.retain(|(_, lock)| !call.releases(lock));
             }
             if open {
                 out.extend(

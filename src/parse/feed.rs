@@ -55,10 +55,7 @@ pub fn tokens(sql: &str) -> Option<Vec<TokenWithSpan>> {
         };
         if t.start > prev_end {
             let gap = &b[prev_end..t.start];
-            if !gap
-                .iter()
-                .all(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
-            {
+            if !gap.iter().all(blank) {
                 return None;
             }
             let space = if gap.iter().any(|c| matches!(c, b'\n' | b'\r')) {
@@ -78,14 +75,15 @@ pub fn tokens(sql: &str) -> Option<Vec<TokenWithSpan>> {
         out.push(TokenWithSpan::new(token, Span::new(from, to)));
         prev_end = end;
     }
-    if prev_end < b.len()
-        && !b[prev_end..]
-            .iter()
-            .all(|c| matches!(c, b' ' | b'\t' | b'\n'))
-    {
+    if !b[prev_end..].iter().all(blank) {
         return None;
     }
     Some(out)
+}
+
+/// Whitespace both tokenizers skip (a form feed, say, is an error to sqlparser).
+fn blank(c: &u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Line and column (1-based, columns in characters) of a byte offset, moving forward only.
@@ -267,7 +265,7 @@ mod tests {
         Some(merge_whitespace(raw))
     }
 
-    pub(crate) fn merge_whitespace(raw: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    fn merge_whitespace(raw: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         let mut out: Vec<TokenWithSpan> = Vec::with_capacity(raw.len());
         for t in raw {
             if let Token::Whitespace(w) = &t.token {

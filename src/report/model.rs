@@ -18,6 +18,12 @@ fn executor(e: Executor) -> &'static str {
     }
 }
 
+/// `reads t`, then `writes u`, for each table a statement reads or writes.
+fn tables(f: &Facts) -> impl Iterator<Item = String> + '_ {
+    let reads = f.reads.iter().map(|t| format!("reads {}", t.name));
+    reads.chain(f.writes.iter().map(|t| format!("writes {}", t.name)))
+}
+
 fn scope(s: Scope) -> &'static str {
     match s {
         Scope::Autocommit => "autocommit",
@@ -85,8 +91,7 @@ pub fn render(run: &Run) -> String {
                 if let Some(v) = &step.host().via {
                     notes.push(format!("via `{v}`"));
                 }
-                notes.extend(f.reads.iter().map(|t| format!("reads {}", t.name)));
-                notes.extend(f.writes.iter().map(|t| format!("writes {}", t.name)));
+                notes.extend(tables(f));
                 notes.extend(f.row_locks.iter().map(|l| l.clause.clone()));
                 notes.extend(
                     f.extra()
@@ -200,12 +205,7 @@ fn helper(out: &mut String, summary: &Summary, at: &dyn Fn(crate::source::Span) 
             let _ = writeln!(out, "    {what}");
             for step in &tx.steps {
                 let f = &step.facts;
-                let tables: Vec<String> = f
-                    .writes
-                    .iter()
-                    .map(|t| format!("writes {}", t.name))
-                    .chain(f.reads.iter().map(|t| format!("reads {}", t.name)))
-                    .collect();
+                let tables: Vec<String> = tables(f).collect();
                 let _ = writeln!(
                     out,
                     "      {} {:?} {}",
@@ -222,9 +222,13 @@ fn helper(out: &mut String, summary: &Summary, at: &dyn Fn(crate::source::Span) 
     let returns = match &summary.returns {
         Returns::Nothing => "nothing read from the database".to_string(),
         Returns::Handle(kind) => format!("its {} handle", executor(*kind)),
-        Returns::Data(spans) => format!(
+        Returns::Data(seqs) => format!(
             "values computed from the results at {}",
-            spans.iter().map(|&s| at(s)).collect::<Vec<_>>().join(", ")
+            seqs.iter()
+                .filter_map(|&seq| summary.step(seq))
+                .map(|s| at(s.span))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let _ = writeln!(out, "  returns {returns}");

@@ -27,7 +27,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .extra()
                 .advisory
                 .iter()
-                .filter(|a| is_session_lock(a))
+                .filter(|a| a.takes_session_lock())
             {
                 let call = format!("{}({})", lock.function, lock.key);
                 let base =
@@ -67,16 +67,8 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn is_session_lock(a: &AdvisoryCall) -> bool {
-    a.scope == LockScope::Session && matches!(a.op, AdvisoryOp::Lock | AdvisoryOp::TryLock)
-}
-
 fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {
-    step.facts.extra().advisory.iter().any(|a| {
-        a.scope == LockScope::Session
-            && (a.op == AdvisoryOp::UnlockAll
-                || (a.op == AdvisoryOp::Unlock && a.key == lock.key && a.shared == lock.shared))
-    })
+    step.facts.extra().advisory.iter().any(|a| a.releases(lock))
 }
 
 /// `inner` runs whenever `outer` does: its branch arms are a prefix of the other's.

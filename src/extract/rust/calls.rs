@@ -813,33 +813,29 @@ impl<'a> Walker<'a, '_> {
         let passed_on = self.passes_on;
         self.passes_on &= self.tried.contains(&at);
         self.calls.push(at);
-        self.returned.push(Vec::new());
         self.params(f.sig, f.owner, receiver, Some(args));
-        let tail = self.block_value(f.block);
-        let mut returned = self.returned.pop().unwrap_or_default();
-        returned.push(tail);
+        let value = self.body(f.block);
         self.calls.pop();
         self.passes_on = passed_on;
         self.stack.pop();
         self.file = saved_file;
         self.vars = saved_vars;
         self.ordered = saved_ordered;
-        // A helper that returns a handle (`begin_write()` opening a transaction, `pool()`
-        // giving a field) gives the caller that handle, on its session and transaction.
+        value
+    }
+
+    /// Walk a function's body (its parameters bound): what it gives its caller. A helper that
+    /// returns a handle (`begin_write()` opening a transaction, `pool()` giving a field) gives
+    /// the caller that handle, on its session and transaction; otherwise what it returns
+    /// (its tail and its `return`s) computed from query results is data.
+    pub(super) fn body(&mut self, block: &syn::Block) -> Value {
+        self.returned.push(Vec::new());
+        let tail = self.block_value(block);
+        let mut returned = self.returned.pop().unwrap_or_default();
+        returned.push(tail);
         match returned.iter().find(|v| matches!(v, Value::Handle(_))) {
             Some(h) => h.clone(),
             None => data_of(&returned),
-        }
-    }
-
-    /// What the values a function returns give its caller (see [`Returns`]).
-    pub(super) fn returns(&self, values: &[Value]) -> Returned {
-        if let Some(Value::Handle(h)) = values.iter().find(|v| matches!(v, Value::Handle(_))) {
-            return Returned::Handle(h.kind);
-        }
-        match data_of(values) {
-            Value::Data(flow) => Returned::Data(flow),
-            _ => Returned::Nothing,
         }
     }
 

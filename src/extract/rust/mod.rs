@@ -302,11 +302,11 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
         w.test = f.test && !config.include_tests;
         w.stack.push(i);
         w.params(f.sig, f.owner, None, None);
-        w.returned.push(Vec::new());
-        let tail = w.block_value(f.block);
-        let mut returned = w.returned.pop().unwrap_or_default();
-        returned.push(tail);
-        let returns = w.returns(&returned);
+        let returns = match w.body(f.block) {
+            Value::Handle(h) => Returns::Handle(h.kind),
+            Value::Data(flow) => Returns::Data(flow.into_iter().collect()),
+            _ => Returns::Nothing,
+        };
         let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
         units.push((i, w.finish(f), returns, open));
     }
@@ -321,18 +321,6 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
             Some(mut callers) => {
                 callers.sort_by_key(|s| (s.file, s.start()));
                 callers.dedup();
-                let returns = match returns {
-                    Returned::Nothing => Returns::Nothing,
-                    Returned::Handle(kind) => Returns::Handle(kind),
-                    Returned::Data(seqs) => Returns::Data(
-                        unit.transactions
-                            .iter()
-                            .flat_map(|t| &t.steps)
-                            .filter(|s| seqs.contains(&s.seq))
-                            .map(|s| s.span)
-                            .collect(),
-                    ),
-                };
                 front.out.summaries.push(Summary {
                     unit,
                     callers,
@@ -1178,13 +1166,6 @@ struct Shared<'e> {
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
     batch: usize,
-}
-
-/// What a function's own walk returns (see [`Returns`]), steps by their `seq`.
-enum Returned {
-    Nothing,
-    Handle(Executor),
-    Data(Flow),
 }
 
 /// SQL text: its value and where each byte of it is in a host file.
