@@ -209,7 +209,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         .iter()
         .map(|&i| absolute(&program.files[i].path))
         .collect();
-    let sqlc = extract::runners::sqlc_queries(&sql_paths);
+    let sqlc = extract::sqlc::Sqlc::find(&sql_paths);
     // The crate a .sql file belongs to names its database when nothing closer does.
     let mut crates = extract::dialects::Crates::default();
     let crate_dialects: Vec<_> = sql_paths.iter().map(|p| crates.of(p)).collect();
@@ -428,7 +428,7 @@ fn extract_sql_parallel(
     files: &[SourceFile],
     ids: &[usize],
     config: &Config,
-    sqlc: &[PathBuf],
+    sqlc: &extract::sqlc::Sqlc,
     crate_dialects: &[Option<source::Dialect>],
     routines: &extract::Routines,
 ) -> Vec<(extract::Extracted, Read)> {
@@ -454,10 +454,12 @@ fn extract_sql_parallel(
         let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
         let runner = extract::runners::detect(&abs, text, sqlc);
         let settings = config.settings_for(&f.path);
-        // The configuration decides; else the file's folder or name, its content, its crate.
+        // The configuration decides (txlint's, then sqlc's `engine`); else the file's folder or
+        // name, its content, its crate.
         let dialect = settings
             .dialect
             .or(config.dialect)
+            .or_else(|| sqlc.engine(&abs))
             .or_else(|| extract::dialects::of_path(&config.relative(&f.path)))
             .or_else(|| extract::dialects::of_text(text))
             .or(crate_dialect)

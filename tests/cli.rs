@@ -429,6 +429,32 @@ fn model_shows_executors_and_transactions() {
     );
 }
 
+/// `txlint model` names the tool that runs a migration, how it runs it, and that the migration's
+/// `DO` blocks run once.
+#[test]
+fn model_shows_migration_runners() {
+    let d = Dir::new("runners");
+    d.write("go.mod", "module example.com/app\n")
+        .write(
+            "db/migrations/20240101120000_seed.sql",
+            "-- +goose Up\nDO $$ BEGIN PERFORM 1; END $$;\n",
+        )
+        .write(
+            "db/migration/000002_plans.up.sql",
+            "UPDATE plans SET name = lower(name);\n",
+        );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for line in [
+        "db/migrations/20240101120000_seed.sql:1:1 script  (goose migration, from a `-- +goose Up` line: runs each file in a transaction)",
+        "db/migrations/20240101120000_seed.sql:2:1 DO block  (in a goose migration: runs once, when it is applied)",
+        "db/migration/000002_plans.up.sql:1:1 script  (golang-migrate migration, from `<version>_<name>.up.sql` and `.down.sql` outside a Rust crate: runs each file as one simple-query message: an implicit transaction that ends with the file)",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+}
+
 #[test]
 fn rust_files_are_linted_with_sql_files() {
     let d = Dir::new("rust");

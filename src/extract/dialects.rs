@@ -33,6 +33,8 @@ fn of_word(w: &str) -> Option<Dialect> {
         "mysql" | "mariadb" => Dialect::Mysql,
         "mssql" | "sqlserver" | "tsql" => Dialect::Mssql,
         "postgres" | "postgresql" | "pg" | "psql" => Dialect::Postgres,
+        // Databases with SQL of their own and no rules here: parsed for facts, set aside.
+        "clickhouse" | "bigquery" | "bq" | "snowflake" | "duckdb" | "trino" => Dialect::Unknown,
         _ => return None,
     })
 }
@@ -174,7 +176,7 @@ pub fn of_rust_text(text: &str) -> Option<Dialect> {
             | "SqliteConnection" | "SqlitePoolOptions" | "SqliteRow" | "sqlite" => Dialect::Sqlite,
             "mysql_async" | "MySql" | "MySqlPool" | "MySqlConnection" | "MySqlPoolOptions"
             | "MySqlRow" | "MysqlConnection" | "mysql" => Dialect::Mysql,
-            "tiberius" => Dialect::Mssql,
+            "tiberius" | "Mssql" | "MssqlPool" | "MssqlConnection" => Dialect::Mssql,
             "Postgres" | "PgPool" | "PgConnection" | "PgPoolOptions" | "PgRow"
             | "tokio_postgres" | "deadpool_postgres" | "postgres" => Dialect::Postgres,
             _ => continue,
@@ -207,6 +209,7 @@ pub fn of_type_name(name: &str, qualified: &[String], args: &[String]) -> Option
     let by = |n: &str| match n {
         "SqlitePool" | "SqliteConnection" | "Sqlite" => Some(Dialect::Sqlite),
         "MySqlPool" | "MySqlConnection" | "MysqlConnection" | "MySql" => Some(Dialect::Mysql),
+        "MssqlPool" | "MssqlConnection" | "Mssql" => Some(Dialect::Mssql),
         "PgPool" | "PgConnection" | "Postgres" => Some(Dialect::Postgres),
         "AnyPool" | "AnyConnection" | "Any" => Some(Dialect::Unknown),
         _ => None,
@@ -328,6 +331,10 @@ mod tests {
             "the nearest folder decides"
         );
         assert_eq!(of_path(Path::new("db/migrations/1_init.sql")), None);
+        assert_eq!(
+            of_path(Path::new("db/clickhouse/migrations/01_keys.sql")),
+            Some(Dialect::Unknown)
+        );
     }
 
     #[test]

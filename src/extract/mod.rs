@@ -5,6 +5,7 @@ pub mod runners;
 pub mod rust;
 pub mod session;
 pub mod sql;
+pub mod sqlc;
 
 use sqlparser::dialect::{
     Dialect as ParserDialect, GenericDialect, MsSqlDialect, MySqlDialect, PostgreSqlDialect,

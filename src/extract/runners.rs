@@ -1,10 +1,15 @@
 //! Who runs a `.sql` file, told from its name, its folder and its first lines: a migration tool
-//! that wraps each file in a transaction, one that does not, or application code that sends the
-//! statements of a query file one by one (sqlc). The answer decides the file's `sql.mode` when
-//! the configuration does not (`txlint model` shows it).
+//! (and whether it wraps each file in a transaction), or application code that sends the
+//! statements of a query file one by one. The answer decides the file's `sql.mode` when the
+//! configuration does not (`txlint model` shows it, `docs/configuration.md` lists the tools).
+//!
+//! Each tool is one row of [`TOOLS`]: how its files are recognised, how it runs them, and the
+//! marker that makes it run one outside a transaction. The first row that recognises a file
+//! wins, so the more specific markers come first.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::sqlc::Sqlc;
 use crate::config::SqlMode;
 use crate::model::Runner;
 
@@ -15,171 +20,417 @@ pub struct Detected {
     pub mode: SqlMode,
 }
 
-fn found(name: &'static str, evidence: &'static str, migration: bool, mode: SqlMode) -> Detected {
-    Detected {
-        runner: Runner {
-            name,
-            evidence,
-            migration,
+/// What txlint knows of one tool that runs `.sql` files.
+pub struct Tool {
+    pub name: &'static str,
+    /// How txlint recognises its files.
+    pub recognised: &'static str,
+    /// How it runs a file when nothing in the file opts out.
+    pub mode: SqlMode,
+    /// What that means, for `txlint model` and the docs.
+    pub runs: &'static str,
+    /// It applies each file once per database (a migration tool).
+    pub migration: bool,
+    /// The marker that makes it run a file statement by statement, outside a transaction.
+    pub opt_out: Option<&'static str>,
+    recognise: fn(&Probe) -> Option<Found>,
+}
+
+/// What a tool's test found in a file.
+enum Found {
+    /// One of its files, run as the tool does by default.
+    Default,
+    /// One of its files, with the marker that opts out of the transaction.
+    OptedOut,
+}
+
+const TX: &str = "each file in a transaction";
+const MESSAGE: &str =
+    "each file as one simple-query message: an implicit transaction that ends with the file";
+const ONE_BY_ONE: &str =
+    "its statements one at a time from application code, in a transaction txlint does not see";
+
+/// The tools txlint recognises, most specific first.
+pub const TOOLS: &[Tool] = &[
+    Tool {
+        name: "sqlc query file",
+        recognised: "`-- name: Query :one|:many|:exec..` annotations, or a path under `queries` in sqlc.yaml/sqlc.json",
+        mode: SqlMode::Statements,
+        runs: ONE_BY_ONE,
+        migration: false,
+        opt_out: None,
+        recognise: |p| {
+            (p.has("name:") && p.any_line(is_sqlc_annotation) || p.sqlc.is_query_file(p.path))
+                .then_some(Found::Default)
         },
-        mode,
+    },
+    Tool {
+        name: "named-query file",
+        recognised: "`-- name: query-name` (yesql, goyesql, dotsql, aiosql) or `-- :name` (HugSQL) before each query",
+        mode: SqlMode::Statements,
+        runs: ONE_BY_ONE,
+        migration: false,
+        opt_out: None,
+        recognise: |p| (p.has("name") && p.any_line(is_named_query)).then_some(Found::Default),
+    },
+    Tool {
+        name: "graphile-migrate migration",
+        recognised: "`--! Previous:` / `--! Hash:` headers, or `migrations/committed/*.sql` and `migrations/current.sql`",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`--! no-transaction` on the first line"),
+        recognise: |p| {
+            let headers = p.has("--! ")
+                && p.any_line(|l| l.starts_with("--! Previous:") || l.starts_with("--! Hash:"));
+            let folder = (p.folder(1) == "committed" && p.folder(2) == "migrations")
+                || (p.name == "current.sql" && p.folder(1) == "migrations");
+            (headers || folder)
+                .then(|| p.opted_out(p.first.eq_ignore_ascii_case("--! no-transaction")))
+        },
+    },
+    Tool {
+        name: "cornucopia/clorinde query file",
+        recognised: "`--! query_name` annotations",
+        mode: SqlMode::Statements,
+        runs: ONE_BY_ONE,
+        migration: false,
+        opt_out: None,
+        recognise: |p| {
+            (p.has("--! ") && p.any_line(|l| l.starts_with("--! "))).then_some(Found::Default)
+        },
+    },
+    Tool {
+        name: "goose migration",
+        recognised: "a `-- +goose Up` line",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`-- +goose NO TRANSACTION`"),
+        recognise: |p| {
+            if !p.has("+goose") || !p.any_line(|l| goose(l, "up")) {
+                return None;
+            }
+            Some(p.opted_out(p.any_line(|l| goose(l, "no transaction"))))
+        },
+    },
+    Tool {
+        name: "dbmate migration",
+        recognised: "`-- migrate:up` on the first line",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`-- migrate:up transaction:false`"),
+        recognise: |p| {
+            p.first
+                .starts_with("-- migrate:up")
+                .then(|| p.opted_out(p.first.contains("transaction:false")))
+        },
+    },
+    Tool {
+        name: "Liquibase formatted SQL",
+        recognised: "`--liquibase formatted sql` on the first line",
+        mode: SqlMode::Transaction,
+        runs: "each changeset in a transaction",
+        migration: true,
+        opt_out: Some("`runInTransaction:false` on a changeset"),
+        recognise: |p| {
+            let first = p.first.to_ascii_lowercase().replace(' ', "");
+            first
+                .starts_with("--liquibaseformattedsql")
+                .then(|| p.opted_out(p.text.contains("runInTransaction:false")))
+        },
+    },
+    Tool {
+        name: "tern migration",
+        recognised: "a `---- create above / drop below ----` line",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`---- tern: disable-tx ----`"),
+        recognise: |p| {
+            (p.has("---- create above")
+                && p.any_line(|l| l.starts_with("---- create above / drop below ----")))
+            .then(|| p.opted_out(p.text.contains("---- tern: disable-tx ----")))
+        },
+    },
+    Tool {
+        name: "Atlas migration",
+        recognised: "an `atlas.sum` file beside it",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`-- atlas:txmode none` at the top"),
+        recognise: |p| {
+            p.beside("atlas.sum")
+                .then(|| p.opted_out(p.any_line(|l| l.starts_with("-- atlas:txmode none"))))
+        },
+    },
+    Tool {
+        name: "sqitch change",
+        recognised: "`deploy/`, `revert/` or `verify/` under a folder with `sqitch.plan`",
+        mode: SqlMode::Script,
+        runs: "each file with psql: a script that opens its own transaction",
+        migration: true,
+        opt_out: None,
+        recognise: |p| {
+            (matches!(p.folder(1).as_str(), "deploy" | "revert" | "verify")
+                && p.above("sqitch.plan"))
+            .then_some(Found::Default)
+        },
+    },
+    Tool {
+        name: "Prisma migration",
+        recognised: "`migrations/<timestamp>_<name>/migration.sql`",
+        mode: SqlMode::Transaction,
+        runs: MESSAGE,
+        migration: true,
+        opt_out: None,
+        recognise: |p| {
+            (p.name == "migration.sql" && p.folder(2) == "migrations" && versioned(&p.folder(1)))
+                .then_some(Found::Default)
+        },
+    },
+    Tool {
+        name: "diesel migration",
+        recognised: "`migrations/<version>_<name>/up.sql` and `down.sql`",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`run_in_transaction = false` in metadata.toml"),
+        recognise: |p| {
+            if !matches!(p.name, "up.sql" | "down.sql") || p.folder(2) != "migrations" {
+                return None;
+            }
+            let metadata = p
+                .path
+                .parent()
+                .and_then(|d| std::fs::read_to_string(d.join("metadata.toml")).ok());
+            let out = metadata.is_some_and(|m| {
+                m.lines()
+                    .any(|l| l.replace(' ', "") == "run_in_transaction=false")
+            });
+            Some(p.opted_out(out))
+        },
+    },
+    Tool {
+        name: "Supabase migration",
+        recognised: "`supabase/migrations/<timestamp>_<name>.sql`",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: None,
+        recognise: |p| {
+            (p.folder(1) == "migrations" && p.folder(2) == "supabase" && versioned(p.name))
+                .then_some(Found::Default)
+        },
+    },
+    Tool {
+        name: "Flyway/refinery migration",
+        recognised: "`V<version>__<name>.sql`, `U<version>__<name>.sql`, `R__<name>.sql`",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: None,
+        recognise: |p| flyway(p.name).then_some(Found::Default),
+    },
+    Tool {
+        name: "sqlx migration",
+        recognised: "`migrations/<version>_<name>.sql` (or `.up.sql`, `.down.sql`) in a Rust crate",
+        mode: SqlMode::Transaction,
+        runs: TX,
+        migration: true,
+        opt_out: Some("`-- no-transaction` on the first line"),
+        recognise: |p| {
+            (versioned(p.name) && p.folder(1) == "migrations" && p.project() == Some("Cargo.toml"))
+                .then(|| p.opted_out(p.first.eq_ignore_ascii_case("-- no-transaction")))
+        },
+    },
+    Tool {
+        name: "golang-migrate migration",
+        recognised: "`<version>_<name>.up.sql` and `.down.sql` outside a Rust crate",
+        mode: SqlMode::Transaction,
+        runs: MESSAGE,
+        migration: true,
+        opt_out: Some(
+            "`x-multi-statement=true` in the database URL (not seen in the file: configure `sql.mode`)",
+        ),
+        recognise: |p| {
+            (versioned(p.name) && (p.name.ends_with(".up.sql") || p.name.ends_with(".down.sql")))
+                .then_some(Found::Default)
+        },
+    },
+    Tool {
+        name: "migration",
+        recognised: "a versioned name (`<number>_<name>.sql`, `<date>-<name>.sql`) in a folder named like `migrations`; the tool is not recognised",
+        mode: SqlMode::Script,
+        runs: "as a psql script, as txlint cannot tell how the tool runs it",
+        migration: true,
+        opt_out: None,
+        recognise: |p| {
+            let folders = [p.folder(1), p.folder(2)];
+            (versioned(p.name) && folders.iter().any(|f| f.contains("migrat")))
+                .then_some(Found::Default)
+        },
+    },
+];
+
+/// What the tests of [`TOOLS`] read of a file.
+struct Probe<'a> {
+    path: &'a Path,
+    name: &'a str,
+    text: &'a str,
+    /// The first non-empty line, trimmed.
+    first: &'a str,
+    sqlc: &'a Sqlc,
+}
+
+impl Probe<'_> {
+    /// A cheap test before the line passes: most files have none of the markers.
+    fn has(&self, marker: &str) -> bool {
+        self.text.contains(marker)
+    }
+
+    fn any_line(&self, test: impl Fn(&str) -> bool) -> bool {
+        self.text.lines().map(str::trim).any(test)
+    }
+
+    /// The name of the folder `up` levels above the file (1: its own folder), lower case.
+    fn folder(&self, up: usize) -> String {
+        self.path
+            .ancestors()
+            .nth(up)
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    }
+
+    fn beside(&self, file: &str) -> bool {
+        self.path.parent().is_some_and(|d| d.join(file).is_file())
+    }
+
+    fn above(&self, file: &str) -> bool {
+        self.path
+            .ancestors()
+            .skip(2)
+            .any(|d| d.join(file).is_file())
+    }
+
+    /// The manifest of the nearest project around the file's folder: a Rust crate, a Go
+    /// module, a Node package, ... (a monorepo's Go service inside a Rust workspace is Go).
+    fn project(&self) -> Option<&'static str> {
+        const MANIFESTS: [&str; 6] = [
+            "Cargo.toml",
+            "go.mod",
+            "package.json",
+            "pyproject.toml",
+            "Gemfile",
+            "mix.exs",
+        ];
+        self.path
+            .ancestors()
+            .skip(2)
+            .find_map(|d| MANIFESTS.into_iter().find(|m| d.join(m).is_file()))
+    }
+
+    fn opted_out(&self, out: bool) -> Found {
+        if out { Found::OptedOut } else { Found::Default }
     }
 }
 
-/// The runner of the `.sql` file at `path` (as found on disk) with text `text`; `sqlc` lists the
-/// query paths of sqlc configurations (see [`sqlc_queries`]).
-pub fn detect(path: &Path, text: &str, sqlc: &[PathBuf]) -> Option<Detected> {
+/// The runner of the `.sql` file at `path` (as found on disk) with text `text`.
+pub fn detect(path: &Path, text: &str, sqlc: &Sqlc) -> Option<Detected> {
     let first = text
         .trim_start_matches('\u{feff}')
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    // Both annotations are rare: a search for their marker spares most files two line passes.
-    if text.contains("name:") && text.lines().any(is_sqlc_annotation) {
-        return Some(found(
-            "sqlc query file",
-            "`-- name: Query :kind` annotations",
-            false,
-            SqlMode::Statements,
-        ));
-    }
-    if text.contains("--! ") && text.lines().any(|l| l.trim_start().starts_with("--! ")) {
-        return Some(found(
-            "cornucopia/clorinde query file",
-            "`--! query` annotations",
-            false,
-            SqlMode::Statements,
-        ));
-    }
-    if sqlc.iter().any(|q| path.starts_with(q)) {
-        return Some(found(
-            "sqlc query file",
-            "listed under `queries` in sqlc.yaml",
-            false,
-            SqlMode::Statements,
-        ));
-    }
-    // dbmate: `-- migrate:up` (with `transaction:false` to opt out).
-    if first.starts_with("-- migrate:up") {
-        return Some(if first.contains("transaction:false") {
-            found(
-                "dbmate migration",
-                "`-- migrate:up transaction:false`",
-                true,
-                SqlMode::Script,
-            )
-        } else {
-            found(
-                "dbmate migration",
-                "`-- migrate:up`",
-                true,
-                SqlMode::Transaction,
-            )
-        });
-    }
-    let name = path.file_name()?.to_str()?;
-    let parent = path.parent();
-    let folder = |p: Option<&Path>| {
-        p.and_then(Path::file_name)
-            .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase()
+    let probe = Probe {
+        path,
+        name: path.file_name()?.to_str()?,
+        text,
+        first,
+        sqlc,
     };
-    // diesel: migrations/<version>_<name>/up.sql (metadata.toml can opt out).
-    if matches!(name, "up.sql" | "down.sql")
-        && folder(parent.and_then(Path::parent)) == "migrations"
-    {
-        let opted_out = parent
-            .and_then(|d| std::fs::read_to_string(d.join("metadata.toml")).ok())
-            .is_some_and(|m| {
-                m.lines().any(|l| {
-                    let l = l.replace(' ', "");
-                    l == "run_in_transaction=false"
-                })
-            });
-        return Some(if opted_out {
-            found(
-                "diesel migration",
-                "`run_in_transaction = false` in metadata.toml",
-                true,
+    TOOLS.iter().find_map(|tool| {
+        let found = (tool.recognise)(&probe)?;
+        let (evidence, mode, runs) = match found {
+            Found::Default => (tool.recognised, tool.mode, tool.runs),
+            Found::OptedOut => (
+                tool.opt_out.unwrap_or(tool.recognised),
                 SqlMode::Script,
-            )
-        } else {
-            found(
-                "diesel migration",
-                "`migrations/<version>_<name>/up.sql`",
-                true,
-                SqlMode::Transaction,
-            )
-        });
-    }
-    // refinery (and Flyway): V<n>__<name>.sql, U<n>__<name>.sql.
-    if let Some(rest) = name.strip_prefix('V').or_else(|| name.strip_prefix('U'))
-        && let Some((version, _)) = rest.split_once("__")
-        && !version.is_empty()
-        && version
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == '.' || c == '_')
-    {
-        return Some(found(
-            "refinery migration",
-            "`V<version>__<name>.sql`",
-            true,
-            SqlMode::Transaction,
-        ));
-    }
-    // sqlx: migrations/<version>_<name>.sql, .up.sql, .down.sql (`-- no-transaction` opts
-    // out). golang-migrate names its files the same way but does not wrap them: the project
-    // around the folder (a Rust crate, a Go module) tells the two apart.
-    let versioned = name
-        .split_once('_')
-        .is_some_and(|(v, _)| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()));
-    if versioned && folder(parent) == "migrations" {
-        let around = |marker: &str| path.ancestors().skip(2).any(|d| d.join(marker).is_file());
-        if around("Cargo.toml") {
-            return Some(if first.eq_ignore_ascii_case("-- no-transaction") {
-                found(
-                    "sqlx migration",
-                    "`-- no-transaction` on the first line",
-                    true,
-                    SqlMode::Script,
-                )
-            } else {
-                found(
-                    "sqlx migration",
-                    "`migrations/<version>_<name>.sql` in a Rust crate",
-                    true,
-                    SqlMode::Transaction,
-                )
-            });
-        }
-        if around("go.mod") {
-            return Some(found(
-                "golang-migrate migration",
-                "`migrations/<version>_<name>.sql` in a Go module",
-                true,
-                SqlMode::Script,
-            ));
-        }
-    }
-    None
+                "this file outside a transaction, as a script",
+            ),
+        };
+        Some(Detected {
+            runner: Runner {
+                name: tool.name,
+                evidence,
+                runs,
+                migration: tool.migration,
+            },
+            mode,
+        })
+    })
 }
 
 /// The evidence a script itself gives: PostgreSQL refuses `LOCK TABLE` outside a transaction
-/// block (25P01), so a top-level `LOCK TABLE` proves that a tool runs the file in one.
-pub fn wrapped_by_lock_table() -> Detected {
-    found(
-        "migration runner",
-        "a top-level `LOCK TABLE`, which PostgreSQL refuses outside a transaction block (25P01)",
-        true,
-        SqlMode::Transaction,
-    )
+/// block (25P01), so a top-level `LOCK TABLE` proves that whatever runs the file (a tool txlint
+/// recognised as running it without one, or none it recognised) runs it in one.
+pub fn wrapped_by_lock_table(detected: Option<Detected>) -> Detected {
+    Detected {
+        runner: Runner {
+            name: detected.map_or("migration runner", |d| d.runner.name),
+            evidence: "a top-level `LOCK TABLE`, which PostgreSQL refuses outside a transaction block (25P01)",
+            runs: "this file in a transaction",
+            migration: detected.is_none_or(|d| d.runner.migration),
+        },
+        mode: SqlMode::Transaction,
+    }
+}
+
+/// `<digits>_<name>`, `<digits>-<name>`, `<date>_<name>` (`2020-06-30-135809_views`): a
+/// migration's version first.
+fn versioned(name: &str) -> bool {
+    let digits = name.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = &name[digits..];
+    if digits >= 8 {
+        // A timestamp or a date, possibly in parts: `2020-06-30-135809_x`, `20240101120000_x`.
+        return rest.starts_with(['_', '-', '.']) || rest.is_empty();
+    }
+    digits > 0 && rest.starts_with(['_', '-']) && rest.len() > 1
+}
+
+/// Flyway's names: `V1__init.sql`, `V1.2_3__x.sql`, `U1__undo.sql`, `R__views.sql`.
+fn flyway(name: &str) -> bool {
+    if let Some(rest) = name.strip_prefix("R__") {
+        return rest.len() > ".sql".len();
+    }
+    let Some(rest) = name.strip_prefix('V').or_else(|| name.strip_prefix('U')) else {
+        return false;
+    };
+    let Some((version, _)) = rest.split_once("__") else {
+        return false;
+    };
+    !version.is_empty()
+        && version
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '.' || c == '_')
+}
+
+/// `-- +goose Up`, `-- +goose NO TRANSACTION`: goose's annotations, case aside.
+fn goose(line: &str, what: &str) -> bool {
+    line.strip_prefix("--")
+        .map(str::trim_start)
+        .and_then(|l| l.strip_prefix("+goose"))
+        .is_some_and(|l| l.trim().eq_ignore_ascii_case(what))
 }
 
 /// `-- name: GetAuthor :one` (sqlc's query annotation).
 fn is_sqlc_annotation(line: &str) -> bool {
-    let Some(rest) = line.trim_start().strip_prefix("--") else {
+    let Some(rest) = line.strip_prefix("--") else {
         return false;
     };
     let Some(rest) = rest.trim_start().strip_prefix("name:") else {
@@ -204,97 +455,26 @@ fn is_sqlc_annotation(line: &str) -> bool {
     )
 }
 
-/// Query paths named by the sqlc configurations (`sqlc.yaml`, `sqlc.yml`, `sqlc.json`) in the
-/// folders of `files` and above them: `queries: "db/query"` or a list of such paths, relative to
-/// the configuration's folder.
-pub fn sqlc_queries(files: &[PathBuf]) -> Vec<PathBuf> {
-    let mut folders: Vec<&Path> = files.iter().flat_map(|f| f.ancestors().skip(1)).collect();
-    folders.sort();
-    folders.dedup();
-    let mut out = Vec::new();
-    for dir in folders {
-        for name in ["sqlc.yaml", "sqlc.yml", "sqlc.json"] {
-            if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
-                let queries = if name.ends_with(".json") {
-                    json_query_paths(&text)
-                } else {
-                    query_paths(&text)
-                };
-                out.extend(queries.into_iter().map(|q| dir.join(q)));
-            }
-        }
-    }
-    out
-}
-
-/// The values of `"queries"` keys anywhere in a `sqlc.json`.
-fn json_query_paths(text: &str) -> Vec<String> {
-    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for (k, v) in m {
-                    match (k.as_str(), v) {
-                        ("queries", serde_json::Value::String(s)) => out.push(s.clone()),
-                        ("queries", serde_json::Value::Array(a)) => {
-                            out.extend(a.iter().filter_map(|x| x.as_str().map(str::to_string)))
-                        }
-                        _ => walk(v, out),
-                    }
-                }
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    if let Ok(v) = serde_json::from_str(text) {
-        walk(&v, &mut out);
-    }
-    out.into_iter()
-        .map(|q| q.trim_start_matches("./").to_string())
-        .collect()
-}
-
-/// The values of `queries` keys in a `sqlc.yaml`, read line by line: a scalar on the same
-/// line, or the items of a list on the lines that follow.
-fn query_paths(text: &str) -> Vec<String> {
-    let clean = |s: &str| {
-        s.trim()
-            .trim_end_matches(',')
-            .trim_matches(|c| c == '"' || c == '\'')
-            .trim_start_matches("./")
-            .to_string()
+/// `-- name: get-user` (yesql and its ports: one identifier, nothing after it but an optional
+/// `$`/`!`/`<!` suffix of aiosql), `-- :name get-user :? :1` (HugSQL).
+fn is_named_query(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("--").map(str::trim_start) else {
+        return false;
     };
-    let mut out = Vec::new();
-    let mut in_list = false;
-    for line in text.lines() {
-        let t = line.trim();
-        let key = t.strip_prefix("- ").unwrap_or(t);
-        if let Some(rest) = key
-            .strip_prefix("queries:")
-            .or_else(|| key.strip_prefix("\"queries\":"))
-        {
-            let rest = rest.trim();
-            in_list = rest.is_empty() || rest == "[";
-            for item in rest.trim_matches(['[', ']']).split(',') {
-                if !item.trim().is_empty() {
-                    out.push(clean(item));
-                }
-            }
-            continue;
-        }
-        if in_list {
-            if let Some(item) = t.strip_prefix("- ") {
-                out.push(clean(item));
-            } else if t.starts_with('"') || t.starts_with('\'') {
-                out.push(clean(t));
-            } else if !t.is_empty() {
-                in_list = false;
-            }
-        }
+    if let Some(rest) = rest.strip_prefix(":name ") {
+        return !rest.trim().is_empty();
     }
-    out.retain(|q| !q.is_empty());
-    out
+    let Some(rest) = rest.strip_prefix("name:") else {
+        return false;
+    };
+    let mut words = rest.split_whitespace();
+    let ident = |w: &str| {
+        let w = w.trim_end_matches(['$', '!', '<', '*', '#', '^']);
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    };
+    words.next().is_some_and(ident) && words.next().is_none()
 }
 
 #[cfg(test)]
@@ -302,20 +482,30 @@ mod tests {
     use super::*;
 
     fn runner(path: &str, text: &str) -> Option<(&'static str, SqlMode)> {
-        detect(Path::new(path), text, &[]).map(|d| (d.runner.name, d.mode))
+        detect(Path::new(path), text, &Sqlc::default()).map(|d| (d.runner.name, d.mode))
     }
+
+    const TX: Option<SqlMode> = Some(SqlMode::Transaction);
+    const SCRIPT: Option<SqlMode> = Some(SqlMode::Script);
 
     #[test]
     fn migration_tools_by_name_and_first_line() {
-        let t = Some(SqlMode::Transaction);
-        let diesel = runner(
-            "/x/migrations/2020-06-30-135809_views/up.sql",
-            "create table t ();",
-        );
-        assert_eq!(diesel.map(|d| d.1), t);
+        let mode = |p: &str, t: &str| runner(p, t).map(|d| d.1);
+        let name = |p: &str, t: &str| runner(p, t).map(|d| d.0);
         assert_eq!(
-            runner("/x/src/migrations/V3__append.sql", "select 1;").map(|d| d.0),
-            Some("refinery migration")
+            runner(
+                "/x/migrations/2020-06-30-135809_views/up.sql",
+                "create table t ();"
+            ),
+            Some(("diesel migration", SqlMode::Transaction))
+        );
+        assert_eq!(
+            name("/x/src/migrations/V3__append.sql", "select 1;"),
+            Some("Flyway/refinery migration")
+        );
+        assert_eq!(
+            name("/x/db/R__views.sql", "select 1;"),
+            Some("Flyway/refinery migration")
         );
         assert_eq!(
             runner(
@@ -325,17 +515,95 @@ mod tests {
             Some(("dbmate migration", SqlMode::Transaction))
         );
         assert_eq!(
-            runner(
+            mode(
                 "/x/db/1_init.sql",
                 "-- migrate:up transaction:false\nselect 1;"
             ),
-            Some(("dbmate migration", SqlMode::Script))
+            SCRIPT
         );
         assert_eq!(runner("/x/queries/users.sql", "select 1;"), None);
+        assert_eq!(runner("/x/schema.sql", "create table t ();"), None);
     }
 
     #[test]
-    fn sqlc_annotations_and_configuration() {
+    fn goose_wraps_each_file_unless_told_not_to() {
+        let up = "-- +goose Up\n-- +goose StatementBegin\nLOCK TABLE t;\n-- +goose StatementEnd\n-- +goose Down\nselect 1;\n";
+        assert_eq!(
+            runner("/x/migrations/20240101_a.sql", up),
+            Some(("goose migration", SqlMode::Transaction))
+        );
+        let no_tx =
+            "-- +goose NO TRANSACTION\n-- +goose up\nCREATE INDEX CONCURRENTLY i ON t (a);\n";
+        assert_eq!(
+            runner("/x/migrations/20240101_a.sql", no_tx),
+            Some(("goose migration", SqlMode::Script))
+        );
+    }
+
+    #[test]
+    fn tools_with_their_own_markers() {
+        let name = |p: &str, t: &str| runner(p, t).map(|d| d.0);
+        let mode = |p: &str, t: &str| runner(p, t).map(|d| d.1);
+        let lb = "--liquibase formatted sql\n--changeset me:1\ncreate table t ();";
+        assert_eq!(
+            name("/x/db/changes.sql", lb),
+            Some("Liquibase formatted SQL")
+        );
+        assert_eq!(mode("/x/db/changes.sql", lb), TX);
+        let lb_out =
+            "-- liquibase formatted sql\n--changeset me:1 runInTransaction:false\nselect 1;";
+        assert_eq!(mode("/x/db/changes.sql", lb_out), SCRIPT);
+        let tern = "create table t ();\n---- create above / drop below ----\ndrop table t;";
+        assert_eq!(name("/x/db/001_t.sql", tern), Some("tern migration"));
+        let graphile = "--! Previous: sha1:abc\n--! Hash: sha1:def\n\ncreate table t ();";
+        assert_eq!(
+            name("/x/db/000001.sql", graphile),
+            Some("graphile-migrate migration")
+        );
+        assert_eq!(
+            mode("/x/migrations/current.sql", "--! no-transaction\nselect 1;"),
+            SCRIPT
+        );
+        assert_eq!(
+            name("/x/q.sql", "--! get_user\nselect 1;"),
+            Some("cornucopia/clorinde query file")
+        );
+    }
+
+    #[test]
+    fn folders_and_names_of_migration_tools() {
+        let name = |p: &str| runner(p, "create table t ();").map(|d| d.0);
+        assert_eq!(
+            name("/x/prisma/migrations/20240205120648_init/migration.sql"),
+            Some("Prisma migration")
+        );
+        assert_eq!(
+            name("/x/supabase/migrations/20251031133803_flows.sql"),
+            Some("Supabase migration")
+        );
+        assert_eq!(
+            name("/x/db/migrations/000005_unique.up.sql"),
+            Some("golang-migrate migration")
+        );
+        assert_eq!(
+            runner("/x/db/migration/main/005_unique.down.sql", "select 1;").map(|d| d.1),
+            TX,
+            "golang-migrate sends a file as one message: an implicit transaction"
+        );
+        assert_eq!(
+            name("/x/db/migrations/0007_backfill.sql"),
+            Some("migration")
+        );
+        assert_eq!(
+            runner("/x/db/migrations/0007_backfill.sql", "select 1;").map(|d| d.1),
+            SCRIPT
+        );
+        assert_eq!(name("/x/db/migrations/schema.sql"), None);
+        assert_eq!(name("/x/db/migrations/v2.sql"), None);
+    }
+
+    #[test]
+    fn query_files_sent_by_application_code() {
         assert_eq!(
             runner(
                 "/x/q.sql",
@@ -344,22 +612,51 @@ mod tests {
             Some(("sqlc query file", SqlMode::Statements))
         );
         assert_eq!(
+            runner(
+                "/x/queries.sql",
+                "-- name: get-user\nselect 1;\n\n-- name: add-user\ninsert into u values (1);"
+            ),
+            Some(("named-query file", SqlMode::Statements))
+        );
+        assert_eq!(
+            runner("/x/q.sql", "-- :name get-user :? :1\nselect 1;").map(|d| d.0),
+            Some("named-query file")
+        );
+        assert_eq!(
             runner("/x/q.sql", "-- name: not an annotation\nselect 1;"),
             None
         );
-        assert_eq!(
-            query_paths(
-                "version: \"2\"\nsql:\n  - engine: postgresql\n    queries: \"db/query/\"\n    schema: db/schema\n"
-            ),
-            vec!["db/query/"]
-        );
-        assert_eq!(
-            query_paths("sql:\n- queries:\n    - a.sql\n    - './b'\n  schema: s\n"),
-            vec!["a.sql", "b"]
-        );
-        assert_eq!(
-            json_query_paths("{\"sql\": [{\"queries\": [\"q1\", \"./q2\"], \"schema\": \"s\"}]}"),
-            vec!["q1", "q2"]
-        );
+    }
+
+    #[test]
+    fn versions_and_flyway_names() {
+        for v in [
+            "1_init.sql",
+            "0001_a.sql",
+            "20240101120000_x.sql",
+            "2020-06-30-135809_views",
+            "005_x.up.sql",
+        ] {
+            assert!(versioned(v), "{v}");
+        }
+        for n in ["schema.sql", "v2.sql", "1.sql", "init_1.sql"] {
+            assert!(!versioned(n), "{n}");
+        }
+        assert!(flyway("V1.2_3__x.sql"));
+        assert!(!flyway("Views__x.sql"));
+    }
+
+    /// Every tool of the table is recognised by some file and named in the configuration page
+    /// (the page's table is the documentation of this one).
+    #[test]
+    fn the_table_is_documented() {
+        let doc = include_str!("../../docs/configuration.md");
+        for tool in TOOLS {
+            assert!(
+                doc.contains(&format!("| {} |", tool.name)),
+                "{} missing from docs/configuration.md",
+                tool.name
+            );
+        }
     }
 }

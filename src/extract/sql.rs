@@ -34,10 +34,19 @@ pub fn extract(
         }
         None => text,
     };
+    // Go template actions (`{{ .Schema }}`) can hold quotes: blanked before tokens are read.
+    let blanked = crate::parse::holes::blank_actions(text);
+    let (text, actions) = match &blanked {
+        Some((t, holes)) => (t.as_str(), holes.as_slice()),
+        None => (text, &[][..]),
+    };
     let map = OffsetMap::shifted(0);
     let mut steps = Vec::new();
     let mut skipped: Option<(usize, usize)> = None;
-    split_each(text, dialect, true, |stmt| {
+    split_each(text, dialect, true, |mut stmt| {
+        stmt.template |= actions
+            .iter()
+            .any(|h| h.start < stmt.range.end && stmt.range.start < h.end);
         if steps.len() >= MAX_STATEMENTS {
             let s = skipped.get_or_insert((stmt.range.start, 0));
             s.1 += 1;
@@ -73,8 +82,10 @@ pub fn extract(
         .or(runner.map(|r| r.mode))
         .unwrap_or(SqlMode::Script);
     let mut mode = mode;
-    if settings.mode.is_none() && runner.is_none() && lock_outside_transaction(&steps) {
-        let wrapped = runners::wrapped_by_lock_table();
+    // A top-level `LOCK TABLE` outside `BEGIN` proves a wrapping runner, also where txlint took
+    // the tool for one that does not wrap (PostgreSQL would refuse the file otherwise).
+    if settings.mode.is_none() && mode == SqlMode::Script && lock_outside_transaction(&steps) {
+        let wrapped = runners::wrapped_by_lock_table(runner);
         mode = wrapped.mode;
         runner = Some(wrapped);
     }
@@ -86,6 +97,16 @@ pub fn extract(
     let mut unit = Unit::new(kind, None, Span::new(file, 0..text.len()));
     unit.transactions = transactions;
     unit.runner = runner.map(|r| r.runner);
+    // A migration's `DO` blocks run once too, at deploy, like its other top-level statements.
+    // Routines it defines run whenever they are called: they keep no runner.
+    for u in x
+        .out
+        .units
+        .iter_mut()
+        .filter(|u| u.kind == UnitKind::DoBlock)
+    {
+        u.runner = unit.runner.filter(|r| r.migration);
+    }
     unit.sessions = vec![Session {
         id: 0,
         kind: Executor::Session,

@@ -80,8 +80,8 @@ pub struct Unit {
     /// Test code (`#[test]`, `#[cfg(test)]`, files under `tests/` or `benches/`): the core rules
     /// skip it unless `include_tests = true`.
     pub test: bool,
-    /// The `.sql` file is a migration that a runner applies once per database (see
-    /// [`Runner`]); its own statements do not race with another run of themselves.
+    /// Who runs the `.sql` file (see [`Runner`]); for a migration, also set on its `DO` blocks:
+    /// their statements do not race with another run of themselves.
     pub runner: Option<Runner>,
     /// A routine's parameters that calls pass arguments to, in order (`""` for one with no
     /// name, read as `$n`).
@@ -136,10 +136,11 @@ impl Unit {
             .any(|c| c.contains(&a[i]) && c.contains(&b[i]))
     }
 
-    /// The unit's own statements run once per database (a migration), not as a code path that
-    /// runs concurrently with itself.
+    /// The unit's own statements run once per database (a migration's script or `DO` block),
+    /// not as a code path that runs concurrently with itself.
     pub fn runs_once(&self) -> bool {
-        self.kind == UnitKind::Script && self.runner.is_some_and(|r| r.migration)
+        matches!(self.kind, UnitKind::Script | UnitKind::DoBlock)
+            && self.runner.is_some_and(|r| r.migration)
     }
 
     /// Take out the statements for databases the core rules have no semantics for, as a unit
@@ -209,6 +210,8 @@ pub struct Runner {
     pub name: &'static str,
     /// Why txlint thinks so (`migrations/<version>_<name>.sql`, `-- name: X :one`, ...).
     pub evidence: &'static str,
+    /// How it runs the file (`each file in a transaction`, ...).
+    pub runs: &'static str,
     /// A migration: applied once per database, not a code path that runs concurrently.
     pub migration: bool,
 }

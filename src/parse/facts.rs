@@ -328,6 +328,7 @@ impl Reader<'_> {
                 Err(_) if f.kind == StmtKind::Ddl && !declares_keys(&c) => None,
                 // Valid PostgreSQL that sqlparser does not know: txlint's limit, read from tokens.
                 Err(_) if self.dialect == Dialect::Postgres && unsupported_postgres(&c) => None,
+                Err(_) if self.dialect == Dialect::Mysql && unsupported_mysql(&c) => None,
                 Err(e) => Some(e),
             }
         };
@@ -930,20 +931,25 @@ impl Reader<'_> {
                 sql.replace_range(s..e, &" ".repeat(e - s));
             }
         }
-        let parser = Parser::new(self.parser);
-        let tokens = match self.dialect {
-            Dialect::Postgres => super::feed::tokens(&sql),
-            _ => None,
-        };
-        let result = match tokens {
-            Some(tokens) => Ok(parser.with_tokens_with_locations(tokens)),
-            None => parser.try_with_sql(&sql),
+        if self.dialect == Dialect::Postgres {
+            super::gaps::rewrite(self.src, &stmt.tokens, base, stmt.prefix, &mut sql);
         }
-        .and_then(|mut p| p.parse_statements());
-        let err = match result {
+        let err = match self.parse_text(&sql) {
             Ok(parsed) => return Ok((sql, parsed)),
             Err(e) => e,
         };
+        // `INSERT .. SELECT <values> ON CONFLICT ..` with no `FROM`: again without the clause,
+        // which txlint reads from tokens.
+        if let Some(r) = super::gaps::conflict_clause(self.src, &stmt.tokens) {
+            let mut second = sql.clone();
+            let (s, e) = (r.start - base + stmt.prefix, r.end - base + stmt.prefix);
+            if e <= second.len() && second.is_char_boundary(s) && second.is_char_boundary(e) {
+                second.replace_range(s..e, &" ".repeat(e - s));
+                if let Ok(parsed) = self.parse_text(&second) {
+                    return Ok((second, parsed));
+                }
+            }
+        }
         let text = match err {
             ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
             ParserError::RecursionLimitExceeded => "statement nested too deeply".to_string(),
@@ -974,6 +980,22 @@ impl Reader<'_> {
             message,
             host: false,
         })
+    }
+}
+
+impl Reader<'_> {
+    /// sqlparser's statements of `sql`, from txlint's tokens where they have a plain form.
+    fn parse_text(&self, sql: &str) -> Result<Vec<sqlparser::ast::Statement>, ParserError> {
+        let parser = Parser::new(self.parser);
+        let tokens = match self.dialect {
+            Dialect::Postgres => super::feed::tokens(sql),
+            _ => None,
+        };
+        match tokens {
+            Some(tokens) => Ok(parser.with_tokens_with_locations(tokens)),
+            None => parser.try_with_sql(sql),
+        }
+        .and_then(|mut p| p.parse_statements())
     }
 }
 
@@ -1107,9 +1129,22 @@ fn unsupported_postgres(c: &Cursor) -> bool {
             || (c.is(i, "set") && (c.is(i + 1, "schema") || c.is(i + 1, "statistics")))
             || (c.is(i, "rows") && c.is(i + 1, "from") && c.punct(i + 2, "("))
             || (c.is(i, "alter") && c.is(i + 1, "constraint"))
+            || (c.is(i, "restart")
+                && (c.is(i + 1, "with") || c.t.get(i + 1).is_some_and(|t| t.kind == Kind::Number)))
             || (c.is(i, "conflict") && c.punct(i + 1, "(") && c.punct(i + 2, "("))
             || (c.is(i, "type") && (i + 1..c.t.len().min(i + 6)).any(|j| c.is(j, "collate")))
     })
+}
+
+/// Valid MySQL `ALTER TABLE` forms sqlparser does not know: `DROP KEY k`, `DROP INDEX k`,
+/// `ADD [COLUMN] (a int, b int)`. They declare no key, and their tokens tell the rest.
+fn unsupported_mysql(c: &Cursor) -> bool {
+    c.is(0, "alter")
+        && (0..c.t.len()).any(|i| {
+            (c.is(i, "drop") && (c.is(i + 1, "key") || c.is(i + 1, "index")))
+                || (c.is(i, "add")
+                    && (c.punct(i + 1, "(") || c.is(i + 1, "column") && c.punct(i + 2, "(")))
+        })
 }
 
 /// `CREATE TABLE`, `CREATE UNIQUE INDEX`, `ALTER TABLE`: DDL the schema is read from.

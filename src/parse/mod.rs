@@ -3,6 +3,8 @@
 pub mod ast;
 pub mod facts;
 pub mod feed;
+pub mod gaps;
+pub mod holes;
 pub mod lex;
 pub mod plpgsql;
 pub mod split;

@@ -125,6 +125,15 @@ impl Reader<'_> {
         (t.kind == Kind::Word).then(|| t.text(self.src).to_ascii_lowercase())
     }
 
+    /// A name: a word (lower case) or a quoted identifier (as written).
+    fn name(&self, i: usize) -> Option<String> {
+        let t = self.t.get(i)?;
+        match t.kind {
+            Kind::QuotedIdent => Some(t.text(self.src).trim_matches('"').to_string()),
+            _ => self.word(i),
+        }
+    }
+
     /// The conditions of a `WHEN` in `from..to` include a unique violation.
     fn catches_unique(&self, from: usize, to: usize) -> bool {
         (from..to).any(|i| {
@@ -200,6 +209,8 @@ impl Reader<'_> {
         if self.is(from, "perform") {
             sql.replace_range(0..7, "SELECT ");
         }
+        // A body of a template file has holes too (`INSERT INTO {schema}.log ..`).
+        let template = super::holes::fill(self.src, &self.t[from..to], range.start, &mut sql);
         let raw = RawStatement {
             range,
             tokens: self.t[from..to].to_vec(),
@@ -207,7 +218,7 @@ impl Reader<'_> {
             message: self.out.statements.len(),
             gset: false,
             prefix: prefix.len(),
-            template: false,
+            template,
         };
         self.seq += 1;
         let (seq, branch) = (self.seq, self.branch());
@@ -540,11 +551,11 @@ impl Reader<'_> {
             j += 1;
         }
         let mut targets = Vec::new();
-        while let Some(name) = self.word(j) {
+        while let Some(name) = self.name(j) {
             j += 1;
             let mut full = name;
-            while self.punct(j, ".") && self.word(j + 1).is_some() {
-                full = self.word(j + 1).unwrap_or_default();
+            while self.punct(j, ".") && self.name(j + 1).is_some() {
+                full = self.name(j + 1).unwrap_or_default();
                 j += 2;
             }
             targets.push(full);

@@ -30,24 +30,7 @@ pub struct RawStatement {
     pub template: bool,
 }
 
-/// What stands in for a template hole of `len` bytes so that the statement still parses: a
-/// number where a value goes (after an operator, `LIMIT`, `OFFSET`), else an identifier of
-/// underscores, a name txlint does not know (see `model::is_hole`).
-pub fn stand_in(before: &str, len: usize) -> String {
-    let prev = before.trim_end();
-    let word = prev
-        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let value = prev.ends_with(['=', '<', '>', '+', '-', '*', '/', '%'])
-        || (prev.len() > word.len() || prev == word) && matches!(word.as_str(), "limit" | "offset");
-    if value {
-        "0".repeat(len)
-    } else {
-        "_".repeat(len)
-    }
-}
+pub use super::holes::stand_in;
 
 /// A split script: its statements.
 #[derive(Debug, Default)]
@@ -89,29 +72,8 @@ impl<F: FnMut(RawStatement)> Builder<'_, F> {
             };
             sql.replace_range(s..e, &replacement);
         }
-        // `{name}`, `{0}`, `{}`: holes of a template the code fills in before sending it.
-        let mut template = false;
-        let mut i = 0;
-        while i < tokens.len() {
-            if !tokens[i].is_punct(self.src, "{") {
-                i += 1;
-                continue;
-            }
-            let Some(close) =
-                (i + 1..tokens.len().min(i + 4)).find(|&j| tokens[j].is_punct(self.src, "}"))
-            else {
-                i += 1;
-                continue;
-            };
-            let (s, e) = (
-                tokens[i].start - range.start,
-                tokens[close].end - range.start,
-            );
-            let with = stand_in(&sql[..s], e - s);
-            sql.replace_range(s..e, &with);
-            template = true;
-            i = close + 1;
-        }
+        // Holes of a template (`{name}`, `%s`, ...) the code fills in before sending it.
+        let template = super::holes::fill(self.src, &tokens, range.start, &mut sql);
         (self.out)(RawStatement {
             range,
             tokens,
@@ -150,6 +112,12 @@ pub fn split_each(src: &str, dialect: Dialect, psql: bool, each: impl FnMut(RawS
     let mut parens = 0usize;
     while let Some(t) = lx.next() {
         match t.kind {
+            // goose sends what a `StatementBegin` .. `StatementEnd` pair encloses as one
+            // statement, `;` or not, and its `Up`/`Down` sections apart.
+            Kind::Comment if psql && atomic == 0 && is_goose_boundary(t.text(src)) => {
+                b.finish(false);
+                b.message += 1;
+            }
             Kind::Comment => {}
             Kind::Semicolon if atomic == 0 && parens == 0 => {
                 let copy_in = psql && is_copy_from_stdin(src, &b.tokens);
@@ -201,6 +169,21 @@ pub fn split_each(src: &str, dialect: Dialect, psql: bool, each: impl FnMut(RawS
     b.finish(false);
 }
 
+/// `-- +goose StatementEnd`, `-- +goose Up`, `-- +goose Down`: where goose ends a statement.
+fn is_goose_boundary(comment: &str) -> bool {
+    let Some(rest) = comment
+        .strip_prefix("--")
+        .map(str::trim_start)
+        .and_then(|c| c.strip_prefix("+goose"))
+    else {
+        return false;
+    };
+    let what = rest.trim();
+    ["statementend", "up", "down"]
+        .iter()
+        .any(|w| what.eq_ignore_ascii_case(w))
+}
+
 fn is_copy_from_stdin(src: &str, tokens: &[Token]) -> bool {
     tokens.first().is_some_and(|t| t.is(src, "copy"))
         && tokens
@@ -218,6 +201,21 @@ mod tests {
             .iter()
             .map(|s| s.sql.clone())
             .collect()
+    }
+
+    #[test]
+    fn goose_annotations_end_statements() {
+        assert_eq!(
+            texts(
+                "-- +goose Up\n-- +goose StatementBegin\nALTER TABLE t ADD c int\n-- +goose StatementEnd\n\n-- +goose Down\nALTER TABLE t DROP c;\n"
+            ),
+            vec!["ALTER TABLE t ADD c int", "ALTER TABLE t DROP c"]
+        );
+        // Other comments are comments.
+        assert_eq!(
+            texts("select 1 -- +goose-ish\n+ 2;"),
+            vec!["select 1 -- +goose-ish\n+ 2"]
+        );
     }
 
     #[test]

@@ -51,14 +51,12 @@ pub fn render(run: &Run) -> String {
             UnitKind::DoBlock => "DO block",
             UnitKind::RustFn => "fn",
         };
-        let runner = match (unit.kind, unit.runner, unit.transactions.first()) {
-            (UnitKind::Script | UnitKind::QueryFile, Some(r), tx) => {
-                let how = match tx.map(|t| t.scope) {
-                    Some(Scope::File) => "runs in one transaction",
-                    Some(Scope::Unknown) => "statements sent by application code",
-                    _ => "runs as a script",
-                };
-                format!(" ({}, from {}: {how})", r.name, r.evidence)
+        let runner = match (unit.kind, unit.runner) {
+            (UnitKind::Script | UnitKind::QueryFile, Some(r)) => {
+                format!(" ({}, from {}: runs {})", r.name, r.evidence, r.runs)
+            }
+            (UnitKind::DoBlock, Some(r)) => {
+                format!(" (in a {}: runs once, when it is applied)", r.name)
             }
             _ => String::new(),
         };

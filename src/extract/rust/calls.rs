@@ -856,12 +856,19 @@ impl<'a> Walker<'a, '_> {
     /// The database `sql` sent through `handle` is for: what the code says of the statement
     /// (sea-orm's backend), else of the handle (its type), else of the function (`cfg`
     /// feature), else of the file (configuration, imports, crate).
+    /// A statement PostgreSQL cannot run (`?` placeholders, backticks) is not PostgreSQL,
+    /// whatever the code around it suggests: a crate for several databases, a file of tests.
     pub(super) fn dialect(&self, sql: &Sql, handle: Handle) -> Dialect {
         let in_fn = self.stack.last().and_then(|&i| self.ix.fns[i].dialect);
-        sql.dialect
+        let dialect = sql
+            .dialect
             .or(handle.dialect)
             .or(in_fn)
-            .unwrap_or(self.parsed().dialect)
+            .unwrap_or(self.parsed().dialect);
+        match dialect {
+            Dialect::Postgres => dialects::of_text(&sql.text).unwrap_or(dialect),
+            _ => dialect,
+        }
     }
 
     /// Send `sql` through `handle` by the call at `site`: one step per statement, in the

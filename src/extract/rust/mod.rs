@@ -549,6 +549,8 @@ impl Parsed {
 struct Unparsed {
     at: Option<LineColumn>,
     message: String,
+    /// txlint's own limit (nesting) stopped it, not the file's syntax.
+    limit: bool,
     text: String,
     shift: usize,
 }
@@ -576,6 +578,7 @@ fn parse(
             return Err(Unparsed {
                 at: Some(e.span().start()),
                 message: e.to_string(),
+                limit: false,
                 text,
                 shift,
             });
@@ -585,6 +588,7 @@ fn parse(
         return Err(Unparsed {
             at: None,
             message: format!("too deep to parse safely ({why})"),
+            limit: true,
             text,
             shift,
         });
@@ -739,6 +743,7 @@ fn read_whole(
         Err(e) => Err(Unparsed {
             at: Some(e.span().start()),
             message: e.to_string(),
+            limit: false,
             text: p.text,
             shift,
         }),
