@@ -125,6 +125,33 @@ impl<'u> Flow<'u> {
     }
 }
 
+impl Flow<'_> {
+    /// The write at position `w` acts on what the read `r` returned: it writes a value
+    /// computed from it, runs in a branch arm taken on its value, or runs after a return taken
+    /// on its value was not (a `?` on the call's failure decides nothing).
+    pub fn decided_by(&self, unit: &Unit, r: &Step, w: usize) -> bool {
+        let ws = self.steps[w].step;
+        let f = &ws.facts;
+        let operands = f
+            .sets
+            .iter()
+            .map(|s| &s.value)
+            .chain(f.inserts.iter().map(|(_, o)| o))
+            .chain(f.filters.iter().map(|p| &p.value));
+        let arms: Vec<usize> = unit
+            .conditions
+            .iter()
+            .filter(|c| !c.failed && c.from.contains(&r.seq))
+            .map(|c| c.branch)
+            .collect();
+        operands.into_iter().any(|o| self.flows_from(o, r, w))
+            || ws.branch.iter().any(|b| arms.contains(b))
+            || unit
+                .exits_between(r.seq, ws.seq)
+                .any(|e| e.kind == ExitKind::Return && e.branch.iter().any(|b| arms.contains(b)))
+    }
+}
+
 /// What a value is, comparable across statements: the host expression bound to a parameter,
 /// or the SQL text (a literal, a variable).
 pub fn value_key(o: &Operand, step: &Step) -> String {

@@ -4,7 +4,7 @@
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, advisory_locks_before, value_key};
+use crate::model::flow::{At, Flow, advisory_locks_before, is_var, value_key};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -16,7 +16,8 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
-        let steps = unit.ordered();
+        let flow = Flow::new(unit);
+        let steps = &flow.steps;
         for (i, l) in steps.iter().enumerate() {
             let Some(lock) = l.step.facts.row_locks.first() else {
                 continue;
@@ -37,7 +38,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .collect();
             let found = check_then_insert(cx, l, lock, &later)
                 .or_else(|| parent_children(cx, l, lock, &later))
-                .or_else(|| set_invariant(cx, l, lock, &later));
+                .or_else(|| set_invariant(cx, unit, &flow, l, lock, &later));
             out.extend(found);
         }
     }
@@ -120,6 +121,13 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
     if keys.is_empty() {
         return None;
     }
+    // A state is a column compared with a constant (`state = 'packed'`); a column compared with
+    // an input is another key of the child (`slug = $2`), which names rows, not a state.
+    let state = |p: &Pred, a: &At| {
+        !keys.contains(&value_key(&p.value, a.step))
+            && p.value.params.is_empty()
+            && !p.value.idents.iter().any(|i| is_var(i, a.step))
+    };
     let writes: Vec<&&At> = later
         .iter()
         .filter(|a| {
@@ -131,9 +139,7 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
                 && f.filters
                     .iter()
                     .any(|p| keys.contains(&value_key(&p.value, a.step)))
-                && f.filters
-                    .iter()
-                    .any(|p| !keys.contains(&value_key(&p.value, a.step)))
+                && f.filters.iter().any(|p| state(p, a))
         })
         .collect();
     let w = writes.first()?;
@@ -144,7 +150,7 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         .facts
         .filters
         .iter()
-        .filter(|p| !keys.contains(&value_key(&p.value, w.step)))
+        .filter(|p| state(p, w))
         .map(|p| format!("{} = {}", p.column, p.value.text))
         .collect();
     let fk = match cx.program.schema.foreign_key(child, parent) {
@@ -206,8 +212,19 @@ fn every_writer_locks(cx: &Context, set: &str, guards: &[String]) -> bool {
         })
 }
 
-/// Lock one row, then count or sum a set and write: the set is not locked.
-fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<Diagnostic> {
+/// Lock one row, then count or sum a set and write the set on the strength of it: the set is
+/// not locked. A write to another table (a rollup, a log) cannot break the invariant over the
+/// set for a concurrent run: that is write skew's mechanism, each run's write changing what the
+/// other counted. Where code can branch on the count (host code, PL/pgSQL), the write must
+/// depend on it: a count that only feeds a return value decides nothing.
+fn set_invariant(
+    cx: &Context,
+    unit: &Unit,
+    flow: &Flow,
+    l: &At,
+    lock: &RowLock,
+    later: &[&At],
+) -> Option<Diagnostic> {
     let locked = locked_tables(l.step, lock);
     let lock_keys: Vec<(String, String)> = l
         .step
@@ -232,11 +249,20 @@ fn set_invariant(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<
             && f.extra().aggregates.iter().any(|g| g != "exists")
             && !same_set
     })?;
+    let agg_step = later[ai].step;
     let w = later[ai + 1..].iter().find(|a| {
+        let f = &a.step.facts;
         matches!(
-            a.step.facts.kind,
+            f.kind,
             StmtKind::Insert | StmtKind::Update | StmtKind::Delete
-        )
+        ) && f
+            .writes
+            .iter()
+            .any(|t| agg_step.facts.reads.iter().any(|r| r.name == t.name))
+            && (unit.kind == UnitKind::Script
+                || flow
+                    .position(a.step.seq)
+                    .is_some_and(|wi| flow.decided_by(unit, agg_step, wi)))
     })?;
     let set = agg
         .step
