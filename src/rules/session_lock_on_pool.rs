@@ -127,11 +127,24 @@ fn unlock_problem(
             .iter()
             .any(|c| c.failed && branch.contains(&c.branch) && c.from.contains(&lock_step.seq))
     };
+    // A return decided on a try-lock's answer, in an arm that does no work, is the way out
+    // when the lock was not taken (`if !locked { return Ok(false) }`): nothing is held there.
+    let not_taken = |e: &Exit| {
+        lock.op == AdvisoryOp::TryLock
+            && e.kind == ExitKind::Return
+            && unit.conditions.iter().any(|c| {
+                !c.failed
+                    && c.from.contains(&lock_step.seq)
+                    && e.branch.contains(&c.branch)
+                    && !steps.iter().any(|(s, _)| s.branch.contains(&c.branch))
+            })
+    };
     let exit = unit
         .exits_between(lock_step.seq, final_unlock.seq)
         .find(|e| {
             e.owner != Some(lock_step.seq)
                 && !failed(&e.branch)
+                && !not_taken(e)
                 && !same
                     .iter()
                     .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
