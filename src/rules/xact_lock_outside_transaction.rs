@@ -19,7 +19,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
         let first = out.len();
         for tx in &unit.transactions {
             if tx.scope.is_autocommit() {
-                autocommit(tx, out);
+                autocommit(unit, tx, out);
             } else if tx.scope != Scope::Unknown {
                 savepoints(tx, out);
             }
@@ -70,8 +70,27 @@ fn explain_script(cx: &Context, unit: &Unit, d: &mut Diagnostic) {
     ));
 }
 
+/// Work after `step` in the unit that its row locks could have been meant to protect: a
+/// later write, or a later statement given what it returned. A `SKIP LOCKED` read with none
+/// (`SELECT count(*) .. FOR UPDATE SKIP LOCKED`, counting the rows no worker holds) uses the
+/// lock as a filter of its own and needs nothing to outlive it. (A blocking `FOR UPDATE` whose
+/// rows are only returned is still reported: the caller acts on rows no longer locked.)
+fn protects_later(unit: &Unit, step: &Step) -> bool {
+    unit.transactions
+        .iter()
+        .flat_map(|t| &t.steps)
+        .filter(|s| s.seq > step.seq)
+        .any(|s| {
+            matches!(
+                s.facts.kind,
+                StmtKind::Insert | StmtKind::Update | StmtKind::Delete | StmtKind::Merge
+            ) || s.facts.modifies
+                || s.host().inputs.iter().any(|i| i.from.contains(&step.seq))
+        })
+}
+
 /// Locks taken where the transaction is the statement (or the simple-query message).
-fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
+fn autocommit(unit: &Unit, tx: &Transaction, out: &mut Vec<Diagnostic>) {
     // A transaction object cannot be in autocommit, and an unknown executor may be one.
     if matches!(tx.executor, Executor::Transaction | Executor::Unknown) {
         return;
@@ -112,7 +131,11 @@ fn autocommit(tx: &Transaction, out: &mut Vec<Diagnostic>) {
                 )),
             );
         }
-        for l in &f.row_locks {
+        for l in f
+            .row_locks
+            .iter()
+            .filter(|l| l.wait != LockWait::SkipLocked || protects_later(unit, step))
+        {
             out.push(
                 Diagnostic::new(
                     &RULE,
