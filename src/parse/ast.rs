@@ -303,6 +303,12 @@ pub fn structure(
                 }
             }
         }
+        // `DELETE .. WHERE k = v`: the rows it removes (and locks), by key.
+        Statement::Delete(d) => {
+            if let Some(w) = &d.selection {
+                s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+            }
+        }
         _ => {}
     }
     s

@@ -291,7 +291,17 @@ fn finding(
     if is_hole(table) || unit.exclusive(&r.step.branch, &w.step.branch) {
         return None;
     }
-    let how = depends(unit, flow, taken, r.step, wi, table)?;
+    let dependence = depends(unit, flow, taken, r.step, wi, table)?;
+    // A decision that only gates the write (an authorization check, a parent's existence, a
+    // state that never comes back) races with nothing the write does, unless the write changes
+    // what was decided on or adds to a count: then two runs that both pass both act.
+    if matches!(dependence, Dependence::Branch | Dependence::Return)
+        && !changes_premise(r.step, w.step)
+        && !accumulates(w.step)
+    {
+        return None;
+    }
+    let how = dependence.describe();
     let decided_on =
         taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
     // A status read decides a transition of that status (see [`transition`]).
@@ -347,26 +357,35 @@ fn finding(
     // columns that take the checked key, or a value computed from the read (`max + 1`). A
     // count that caps a set (`count(*) .. WHERE team_id = $1`, then insert `(team_id,
     // user_id)`) inserts another key each time, and the cap is exceeded.
+    // An `UPDATE` that sets a unique column to the value checked (`SET namespace = $1` after
+    // checking no row has namespace `$1`) is refused the same way.
+    let sets = wf
+        .sets
+        .iter()
+        .filter(|_| wf.kind == StmtKind::Update)
+        .map(|s| (&s.column, &s.value));
     let decided: Vec<&str> = wf
         .inserts
         .iter()
+        .map(|(c, o)| (c, o))
+        .chain(sets)
         .filter(|(c, o)| {
             rf.filters
                 .iter()
-                .any(|p| p.column == *c && value_key(&p.value, r.step) == value_key(o, w.step))
+                .any(|p| p.column == **c && value_key(&p.value, r.step) == value_key(o, w.step))
                 || flow.flows_from(o, r.step, wi)
         })
         .map(|(c, _)| c.as_str())
         .collect();
-    if wf.kind == StmtKind::Insert
-        && let Some(key) = cx.program.schema.unique_within(table, &decided)
-    {
-        return match report {
-            Report::Refusals => refused::decided(cx, unit, r.step, w.step, &what(r.step), &key),
-            Report::Races => None,
+    if let Some(key) = cx.program.schema.unique_within(table, &decided) {
+        return match (report, wf.kind) {
+            (Report::Refusals, StmtKind::Insert) => {
+                refused::decided(cx, unit, r.step, w.step, &what(r.step), &key)
+            }
+            _ => None,
         };
     }
-    if report == Report::Refusals {
+    if report == Report::Refusals || refused_before(cx, unit, r, w) {
         return None;
     }
     let line = cx.line(r.step.span);
@@ -423,6 +442,41 @@ fn finding(
     Some(match status {
         Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
         None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
+    })
+}
+
+/// Between the read and the write, on every path to the write, an insert of the checked key
+/// that a unique key refuses and whose error leaves: the second run fails there (23505) and
+/// never reaches the write (`INSERT INTO likes ..; UPDATE posts SET likes = likes + 1`).
+/// `unique-violation-unhandled` says whether that failure is handled.
+fn refused_before(cx: &Context, unit: &Unit, r: &At, w: &At) -> bool {
+    w.txn.steps.iter().any(|i| {
+        let f = &i.facts;
+        let Some(table) = f.writes.first().map(|t| t.name.as_str()) else {
+            return false;
+        };
+        let leaves = match i.host.as_deref() {
+            Some(h) => h.propagated,
+            None => !unit.handlers.iter().any(|h| h.covers(i.seq)),
+        };
+        let key: Vec<&str> = f
+            .inserts
+            .iter()
+            .filter(|(c, o)| {
+                r.step
+                    .facts
+                    .filters
+                    .iter()
+                    .any(|p| p.column == *c && value_key(&p.value, r.step) == value_key(o, i))
+            })
+            .map(|(c, _)| c.as_str())
+            .collect();
+        (r.step.seq + 1..w.step.seq).contains(&i.seq)
+            && f.kind == StmtKind::Insert
+            && !f.on_conflict
+            && leaves
+            && w.step.branch.starts_with(&i.branch)
+            && cx.program.schema.unique_within(table, &key).is_some()
     })
 }
 
@@ -571,6 +625,30 @@ fn taken_on(taken: &Taken, r: &Step, branch: &[usize]) -> bool {
         .is_some_and(|arms| arms.iter().any(|a| branch.contains(a)))
 }
 
+/// How a write depends on a decision read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dependence {
+    /// It writes a value computed from the read.
+    Data,
+    /// It inserts the very key the read checked (duplicate registration).
+    Key,
+    /// It runs in a branch arm taken on the read's value.
+    Branch,
+    /// It runs after a return taken on the read's value was not.
+    Return,
+}
+
+impl Dependence {
+    fn describe(self) -> &'static str {
+        match self {
+            Dependence::Data => "it writes a value computed from it",
+            Dependence::Key => "it inserts the key it checked",
+            Dependence::Branch => "it runs under a condition on it",
+            Dependence::Return => "it runs only when an early return on it was not taken",
+        }
+    }
+}
+
 /// How the write depends on the read, if it does. A decision is a branch on the value that
 /// was read, never on whether the call succeeded: a `?` decides nothing.
 fn depends(
@@ -580,7 +658,7 @@ fn depends(
     r: &Step,
     wi: usize,
     table: &str,
-) -> Option<&'static str> {
+) -> Option<Dependence> {
     let w = flow.steps[wi].step;
     let f = &w.facts;
     let operands = f
@@ -590,21 +668,76 @@ fn depends(
         .chain(f.inserts.iter().map(|(_, o)| o))
         .chain(f.filters.iter().map(|p| &p.value));
     if operands.clone().any(|o| flow.flows_from(o, r, wi)) {
-        return Some("it writes a value computed from it");
+        return Some(Dependence::Data);
     }
     // Duplicate registration: insert the very key that was checked.
     if inserts_checked_key(r, w, table) {
-        return Some("it inserts the key it checked");
+        return Some(Dependence::Key);
     }
     // The write is in a branch taken on the read's value, or comes after an exit taken on it
     // (`if taken { return ... }`, `IF n >= cap THEN RAISE ...`) and is about what it checked.
     if taken_on(taken, r, &w.branch) {
-        return Some("it runs under a condition on it");
+        return Some(Dependence::Branch);
     }
     if about(r, w, table) && returned_on(unit, taken, r, w) {
-        return Some("it runs only when an early return on it was not taken");
+        return Some(Dependence::Return);
     }
     None
+}
+
+/// The write changes what the read decided on: it inserts into or deletes from a table the
+/// read looked at, or sets a column the read's condition or answer is made of. Two runs that
+/// both pass the check then each change its premise (duplicate registration, a cap exceeded,
+/// write skew).
+fn changes_premise(r: &Step, w: &Step) -> bool {
+    let rf = &r.facts;
+    let wf = &w.facts;
+    let read_table = |t: &TableRef| rf.reads.iter().any(|x| x.name == t.name);
+    if !wf.writes.iter().any(read_table) {
+        return false;
+    }
+    match wf.kind {
+        StmtKind::Insert | StmtKind::Delete | StmtKind::Merge => true,
+        StmtKind::Update => {
+            let condition = rf.extra().condition.as_deref();
+            let last = |i: &Name| i.rsplit('.').next().unwrap_or(i).to_ascii_lowercase();
+            let columns: Vec<String> = rf
+                .filters
+                .iter()
+                .map(|p| p.column.to_string())
+                .chain(rf.columns.iter().map(|c| c.to_string()))
+                .chain(
+                    condition
+                        .into_iter()
+                        .flat_map(|c| c.idents.iter().map(last)),
+                )
+                .collect();
+            columns.iter().any(|c| c == "*")
+                || wf
+                    .sets
+                    .iter()
+                    .any(|s| columns.iter().any(|c| *c == s.column))
+        }
+        _ => false,
+    }
+}
+
+/// `SET n = n + 1`, `SET total = total - $1`: the write accumulates, so two runs that both act
+/// on one decision count twice. The column is named bare or by its table (`f.n` in a routine
+/// `f` is its parameter `n`).
+fn accumulates(w: &Step) -> bool {
+    let table = w.facts.writes.first().map_or("", |t| t.name.as_str());
+    w.facts.sets.iter().any(|s| {
+        s.value.idents.iter().any(|i| {
+            let (qualifier, column) = match i.rsplit_once('.') {
+                Some((q, c)) => (Some(q.rsplit('.').next().unwrap_or(q)), c),
+                None => (None, i.as_str()),
+            };
+            column.eq_ignore_ascii_case(&s.column)
+                && qualifier.is_none_or(|q| q.eq_ignore_ascii_case(table))
+                && !is_var(i, w)
+        })
+    })
 }
 
 /// Between the read and the write, a return in an arm taken on the read's value.

@@ -8,6 +8,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{is_var, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
+use crate::source::Span;
 
 pub const RULE: Rule = Rule {
     name: "lock-order-inversion",
@@ -46,22 +47,56 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// A lock taken earlier in the transaction that every run of this code takes first on the same
-/// key: a transaction-scoped advisory lock, or an exclusive row lock (`FOR UPDATE`, an
-/// `UPDATE`). Whatever the statements after it lock, two runs cannot interleave there.
-fn guarded(before: &[Step]) -> bool {
-    before.iter().any(|s| {
-        let f = &s.facts;
+/// A lock taken earlier in the transaction, on every path to `step`, that every run of this
+/// code which could conflict with another at `step` takes first on the same key: a
+/// transaction-scoped advisory lock, `LOCK TABLE`, or an exclusive row lock (`FOR UPDATE`, an
+/// `UPDATE`) of a row named by constants or by values `step` uses too (the parent of the rows
+/// it locks), or the rows themselves locked first in key order. Whatever the statements after it lock, two such runs cannot interleave there.
+/// A `DELETE` is no guard: with no row to delete it locks nothing.
+fn guarded(before: &[Step], step: &Step) -> bool {
+    let used: Vec<String> = step
+        .host()
+        .inputs
+        .iter()
+        .map(|i| format!("host:{}", i.text))
+        .chain(step.facts.filters.iter().map(|p| value_key(&p.value, step)))
+        .chain(
+            step.facts
+                .extra()
+                .uses
+                .iter()
+                .map(|u| u.to_ascii_lowercase().to_string()),
+        )
+        .collect();
+    before.iter().any(|g| {
+        let f = &g.facts;
+        if !step.branch.starts_with(&g.branch) {
+            return false;
+        }
+        let exclusive = f.row_locks.iter().any(|l| {
+            l.wait == LockWait::Block
+                && matches!(
+                    l.strength,
+                    RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+                )
+        }) || f.kind == StmtKind::Update;
+        let keyed = !f.filters.is_empty()
+            && f.filters.iter().all(|p| {
+                (p.value.params.is_empty() && p.value.idents.is_empty())
+                    || used.contains(&value_key(&p.value, g))
+            });
+        // The rows themselves locked up front in key order (`.. ORDER BY id FOR UPDATE`).
+        let up_front = f.row_locks.iter().any(|l| l.ordered)
+            && step
+                .facts
+                .writes
+                .iter()
+                .chain(&step.facts.reads)
+                .any(|t| f.reads.iter().any(|r| r.name == t.name));
         f.extra().advisory.iter().any(AdvisoryCall::takes_xact_lock)
-            || f.row_locks.iter().any(|l| {
-                l.wait == LockWait::Block
-                    && matches!(
-                        l.strength,
-                        RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                    )
-            })
-            || matches!(f.kind, StmtKind::Update | StmtKind::Delete)
             || f.extra().table_lock.is_some()
+            || (exclusive && keyed)
+            || up_front
     })
 }
 
@@ -72,16 +107,26 @@ fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
         .transactions
         .iter()
         .filter(|t| matches!(t.scope, Scope::Explicit | Scope::File | Scope::Caller));
+    // One finding per loop, at its first lock; the loop's other locks are labels on it.
+    let mut found: Vec<(Span, Diagnostic)> = Vec::new();
     for tx in held {
         for (i, step) in tx.steps.iter().enumerate() {
-            if let Some(d) = loop_lock(unit, &tx.steps[..i], step) {
-                out.push(d);
+            let Some((lp, d)) = loop_lock(unit, &tx.steps[..i], step) else {
+                continue;
+            };
+            match found.iter_mut().find(|(l, _)| *l == lp) {
+                Some((_, first)) => first.labels.push(crate::diagnostic::Label {
+                    span: d.span,
+                    message: "also locked in this loop".into(),
+                }),
+                None => found.push((lp, d)),
             }
         }
     }
+    out.extend(found.into_iter().map(|(_, d)| d));
 }
 
-fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
+fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnostic)> {
     let lp = unit
         .loops
         .iter()
@@ -92,20 +137,43 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
         .filter(|s| !s.branch.contains(&lp.branch))
         .cloned()
         .collect();
-    if guarded(&outside) {
+    if guarded(&outside, step) {
         return None;
     }
     {
-        let keyed = step.host().inputs.iter().any(|i| {
+        // The row each iteration locks is named by the loop's variable: a key in the `WHERE`
+        // (or, read from tokens only, anywhere in the statement) takes it. A statement whose
+        // key stays the same while other values change (`UPDATE m SET meta = $2 WHERE id = $1`
+        // for each entry of a map) locks one row, the first time.
+        // An upsert's row is named by the values it inserts.
+        let f = &step.facts;
+        let key = f
+            .filters
+            .iter()
+            .map(|p| &p.value)
+            .chain(f.inserts.iter().map(|(_, o)| o));
+        let key_params: Vec<usize> = key.clone().flat_map(|o| o.params.clone()).collect();
+        let key_idents: Vec<&str> = key
+            .flat_map(|o| o.idents.iter().map(|i| i.as_str()))
+            .collect();
+        let in_key = |param: usize| !f.parsed || key_params.contains(&param);
+        let of_loop = |text: &str| {
             lp.vars
                 .iter()
-                .any(|v| i.text == *v || i.text.starts_with(&format!("{v}.")))
-        }) || step
-            .facts
-            .extra()
-            .uses
+                .any(|v| text == v || text.starts_with(&format!("{v}.")))
+        };
+        let keyed = step
+            .host()
+            .inputs
             .iter()
-            .any(|u| lp.vars.iter().any(|v| v.as_str() == u.as_str()));
+            .any(|i| in_key(i.param) && of_loop(&i.text))
+            || f.extra().uses.iter().any(|u| {
+                lp.vars.iter().any(|v| v.as_str() == u.as_str())
+                    && (!f.parsed
+                        || key_idents
+                            .iter()
+                            .any(|k| k.split('.').next() == Some(u.as_str())))
+            });
         // Rows claimed with `SKIP LOCKED` one key at a time never wait: no deadlock.
         let acquired = lockgraph::acquisitions(step)
             .into_iter()
@@ -137,7 +205,8 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
                 "sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)",
             ),
         };
-        Some(
+        Some((
+            lp.span,
             Diagnostic::new(
                 &RULE,
                 span,
@@ -150,7 +219,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<Diagnostic> {
             .in_step(step)
             .label(lp.span, "iterated in no particular order")
             .help(help),
-        )
+        ))
     }
 }
 
@@ -447,7 +516,7 @@ fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Ve
         || f.ordered
         || matches!(tx.scope, Scope::Unknown)
         || tx.executor == Executor::Unknown
-        || guarded(before)
+        || guarded(before, step)
         || (!step.host().inputs.is_empty() && step.host().inputs.iter().all(|i| i.ordered))
     {
         return;

@@ -4,7 +4,7 @@
 
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, Flow, advisory_locks_before, is_var, value_key};
+use crate::model::flow::{At, Flow, advisory_locks_before, value_key};
 use crate::model::*;
 
 pub const RULE: Rule = Rule {
@@ -122,11 +122,12 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         return None;
     }
     // A state is a column compared with a constant (`state = 'packed'`); a column compared with
-    // an input is another key of the child (`slug = $2`), which names rows, not a state.
+    // an input is another key of the child (`slug = $2`), which names rows, not a state, and
+    // one compared with another column (`b.id`) is a join.
     let state = |p: &Pred, a: &At| {
         !keys.contains(&value_key(&p.value, a.step))
             && p.value.params.is_empty()
-            && !p.value.idents.iter().any(|i| is_var(i, a.step))
+            && p.value.idents.is_empty()
     };
     let writes: Vec<&&At> = later
         .iter()

@@ -160,10 +160,14 @@ impl<'a> Walker<'a, '_> {
                     _ => None,
                 };
                 let given = self.passed(&args, m.args.iter());
+                let texts = self.arg_texts(m.args.iter());
                 let returned = match method {
-                    Some(i) => self.inline_fn(i, Some(receiver.clone()), &given, at),
+                    Some(i) => {
+                        let this = self.text_of(&m.receiver);
+                        self.inline_fn(i, Some((receiver.clone(), this)), &given, &texts, at)
+                    }
                     None if args.iter().any(|a| matches!(a, Value::Handle(_))) => {
-                        self.inline(&name, &given, at)
+                        self.inline(&name, &given, &texts, at)
                     }
                     None => Value::None,
                 };
@@ -341,6 +345,7 @@ impl<'a> Walker<'a, '_> {
         self.closures.push(Held {
             closure: std::rc::Rc::new(c.clone()),
             vars: self.vars.clone(),
+            aliases: self.aliases.clone(),
             file: self.file,
             ran: false,
         });
@@ -354,7 +359,9 @@ impl<'a> Walker<'a, '_> {
         held.ran = true;
         let c = held.closure.clone();
         let vars = held.vars.clone();
+        let aliases = held.aliases.clone();
         let saved_vars = std::mem::replace(&mut self.vars, vars);
+        let saved_aliases = std::mem::replace(&mut self.aliases, aliases);
         let saved_file = std::mem::replace(&mut self.file, held.file);
         for (i, p) in c.inputs.iter().enumerate() {
             self.bind(p, args.get(i).cloned().unwrap_or_default());
@@ -363,6 +370,7 @@ impl<'a> Walker<'a, '_> {
         let v = self.or_data(v, &c.body);
         self.file = saved_file;
         self.vars = saved_vars;
+        self.aliases = saved_aliases;
         v
     }
 
@@ -479,7 +487,8 @@ impl<'a> Walker<'a, '_> {
         if args.iter().any(|a| matches!(a, Value::Handle(_))) {
             let at = self.call_span(c);
             let given = self.passed(&args, c.args.iter());
-            let returned = self.inline(name, &given, at);
+            let texts = self.arg_texts(c.args.iter());
+            let returned = self.inline(name, &given, &texts, at);
             if !matches!(returned, Value::None) {
                 return returned;
             }
@@ -780,11 +789,36 @@ impl<'a> Walker<'a, '_> {
             .collect()
     }
 
-    /// Walk the function `name` in place, its parameters bound to `args`; `at` is the call.
-    pub(super) fn inline(&mut self, name: &str, args: &[Value], at: Span) -> Value {
+    /// Walk the function `name` in place, its parameters bound to `args` (written `texts` in
+    /// the caller's terms); `at` is the call.
+    pub(super) fn inline(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        texts: &[String],
+        at: Span,
+    ) -> Value {
         match self.ix.function(name, self.file) {
-            Some(i) => self.inline_fn(i, None, args, at),
+            Some(i) => self.inline_fn(i, None, args, texts, at),
             None => Value::None,
+        }
+    }
+
+    /// An expression as the outermost caller writes it (see [`Walker::aliases`]).
+    pub(super) fn text_of(&self, e: &syn::Expr) -> String {
+        self.resolved(value_text(&self.source_of(e)))
+    }
+
+    fn arg_texts<'e>(&self, exprs: impl Iterator<Item = &'e syn::Expr>) -> Vec<String> {
+        exprs.map(|e| self.text_of(e)).collect()
+    }
+
+    /// `text` with its first name replaced by what it stands for, if it is an alias.
+    pub(super) fn resolved(&self, text: String) -> String {
+        let end = text.find(['.', '[']).unwrap_or(text.len());
+        match self.aliases.get(&text[..end]) {
+            Some(a) => format!("{a}{}", &text[end..]),
+            None => text,
         }
     }
 
@@ -794,8 +828,9 @@ impl<'a> Walker<'a, '_> {
     pub(super) fn inline_fn(
         &mut self,
         i: usize,
-        receiver: Option<Value>,
+        receiver: Option<(Value, String)>,
         args: &[Value],
+        texts: &[String],
         at: Span,
     ) -> Value {
         if self.stack.contains(&i) || self.stack.len() > 4 {
@@ -806,6 +841,30 @@ impl<'a> Walker<'a, '_> {
             self.shared.inlined.entry(i).or_default().push(at);
         }
         let f = &self.ix.fns[i];
+        let mut aliases: HashMap<String, String> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|input| match input {
+                syn::FnArg::Typed(t) => Some(&t.pat),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .zip(texts)
+            .filter_map(|(pat, text)| match &**pat {
+                syn::Pat::Ident(id) if plain_path(text) => {
+                    Some((id.ident.to_string(), text.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let (receiver, this) = match receiver {
+            Some((v, t)) => (Some(v), Some(t)),
+            None => (None, None),
+        };
+        if let Some(this) = this.filter(|t| plain_path(t)) {
+            aliases.insert("self".to_string(), this);
+        }
+        let saved_aliases = std::mem::replace(&mut self.aliases, aliases);
         let saved_vars = std::mem::take(&mut self.vars);
         let saved_file = std::mem::replace(&mut self.file, f.file);
         let saved_ordered = std::mem::take(&mut self.ordered);
@@ -821,6 +880,7 @@ impl<'a> Walker<'a, '_> {
         self.file = saved_file;
         self.vars = saved_vars;
         self.ordered = saved_ordered;
+        self.aliases = saved_aliases;
         value
     }
 
@@ -841,15 +901,15 @@ impl<'a> Walker<'a, '_> {
 
     /// A value bound to a statement parameter.
     pub(super) fn bound(&self, e: &syn::Expr) -> Bind {
-        let text = value_text(&self.source_of(e));
-        let base = text.split(['.', '[']).next().unwrap_or(&text);
-        let sorted_element = text.contains('[') && self.sorted.contains(base);
+        let local = value_text(&self.source_of(e));
+        let base = local.split(['.', '[']).next().unwrap_or(&local);
+        let sorted_element = local.contains('[') && self.sorted.contains(base);
         let sources = self.ordered.get(base).cloned().unwrap_or_default();
         Bind {
             from: self.flow(e),
             ordered: sorted_element || self.ordered.contains_key(base),
             sources,
-            text,
+            text: self.resolved(local.clone()),
         }
     }
 
@@ -1094,4 +1154,12 @@ impl<'e> syn::visit::Visit<'e> for BindCalls<'e, '_> {
             self.visit_expr(a);
         }
     }
+}
+
+/// `a`, `a.b.c`, `self.id`: a value that names itself, safe to stand for a parameter.
+fn plain_path(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .split('.')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
 }

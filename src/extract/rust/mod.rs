@@ -1303,6 +1303,7 @@ enum Value {
 struct Held {
     closure: std::rc::Rc<syn::ExprClosure>,
     vars: HashMap<String, Value>,
+    aliases: HashMap<String, String>,
     file: usize,
     ran: bool,
 }
@@ -1319,6 +1320,11 @@ struct Walker<'a, 'w> {
     shared: &'w mut Shared<'a>,
     file: usize,
     vars: HashMap<String, Value>,
+    /// What the names of the function walked in place stand for in its outermost caller: a
+    /// parameter, the argument it was given (`tenant_id` for `&request.tenant_id`), `self`, the
+    /// receiver. Values bound to statements are written in the caller's terms, so that one
+    /// value reached by two paths is one key.
+    aliases: HashMap<String, String>,
     walkers: Vec<SessionWalker>,
     sessions: Vec<Session>,
     /// Sessions of `self.<field>` connections.

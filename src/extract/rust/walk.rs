@@ -34,6 +34,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             choices: Vec::new(),
             sorted: HashSet::new(),
             ordered: HashMap::new(),
+            aliases: HashMap::new(),
             calls: Vec::new(),
             tried: Vec::new(),
             passes_on: true,
