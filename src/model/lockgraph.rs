@@ -211,8 +211,14 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                     // `r` is new to this transaction, so each pair is one edge; a claim that
                     // skips locked rows waits for nothing it holds, so no edge leads to it.
                     for (i, &(h, at, by)) in held.iter().enumerate().filter(|_| waits) {
-                        // Alternative arms (`IF ... ELSE`) never hold one while taking the other.
-                        if unit.exclusive(&by.branch, &step.branch) {
+                        // Alternative arms (`IF ... ELSE`) never hold one while taking the
+                        // other, nor does an arm that returns hold its locks past its end.
+                        // The parts of one statement (its data-modifying `WITH` queries, its
+                        // main query) run in no order PostgreSQL promises: they order nothing.
+                        if unit.exclusive(&by.branch, &step.branch)
+                            || unit.leaves_between(by, step)
+                            || std::ptr::eq(by, step)
+                        {
                             continue;
                         }
                         g.edges.push(Edge {
@@ -252,6 +258,15 @@ fn cycles(g: &LockGraph) -> Vec<Vec<usize>> {
     };
     let mut out = Vec::new();
     let mut in_pair = vec![false; g.resources.len()];
+    // Two transactions that can deadlock over several pairs of resources are one race: the
+    // pair requested earliest in the files is reported (where the cycle's finding goes).
+    let mut by_txs: HashMap<(usize, usize), usize> = HashMap::new();
+    let first = |c: &[usize]| {
+        c.iter()
+            .map(|&e| g.requested(&g.edges[e]))
+            .min()
+            .map(|s| (s.file, s.start()))
+    };
     for run in order.chunk_by(|x, y| pair(x) == pair(y)) {
         let (a, b) = pair(&run[0]);
         if a >= b {
@@ -269,7 +284,19 @@ fn cycles(g: &LockGraph) -> Vec<Vec<usize>> {
         if let Some(c) = found {
             in_pair[a] = true;
             in_pair[b] = true;
-            out.push(c);
+            let (tx, ty) = (g.edges[c[0]].tx, g.edges[c[1]].tx);
+            match by_txs.entry((tx.min(ty), tx.max(ty))) {
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let kept: &mut Vec<usize> = &mut out[*o.get()];
+                    if first(&c) < first(kept) {
+                        *kept = c;
+                    }
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(out.len());
+                    out.push(c);
+                }
+            }
         }
     }
     for component in strongly_connected(g) {

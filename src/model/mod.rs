@@ -136,6 +136,16 @@ impl Unit {
             .any(|c| c.contains(&a[i]) && c.contains(&b[i]))
     }
 
+    /// `a` and a later `b` never both run in one execution: `a`'s branch arm leaves the unit
+    /// after it (a `return` or `RAISE` in that same arm) and `b` is outside the arm.
+    pub fn leaves_between(&self, a: &Step, b: &Step) -> bool {
+        !a.branch.is_empty()
+            && !b.branch.starts_with(&a.branch)
+            && self
+                .exits_between(a.seq, b.seq)
+                .any(|e| e.kind == ExitKind::Return && e.branch[..] == a.branch[..])
+    }
+
     /// The unit's own statements run once per database (a migration's script or `DO` block),
     /// not as a code path that runs concurrently with itself.
     pub fn runs_once(&self) -> bool {
@@ -227,7 +237,8 @@ pub struct Loop {
     pub sorted: bool,
     /// The collection expression.
     pub span: Span,
-    /// PL/pgSQL `FOR r IN <query> LOOP`: the query's step (by [`Step::seq`]).
+    /// PL/pgSQL `FOR r IN <query> LOOP`, or a Rust loop over the rows one query returned: the
+    /// query's step (by [`Step::seq`]).
     pub query: Option<usize>,
 }
 

@@ -291,6 +291,7 @@ impl Reader<'_> {
         }
         self.calls(&c, &mut f);
         self.tables(&c, &mut f);
+        resolve_lock_aliases(&c, &mut f);
         self.shape(&c, &mut f);
         match f.kind {
             StmtKind::Transaction => f.extra_mut().tx = self.tx_control(&c),
@@ -404,6 +405,13 @@ impl Reader<'_> {
 
     fn row_locks(&self, c: &Cursor, f: &mut Facts, blank: &mut Vec<Range<usize>>) {
         let n = c.t.len();
+        // A `WITH` query nothing refers to is not run (unless it modifies data): its locking
+        // clause takes no lock.
+        let dead: Vec<(usize, usize)> = ctes(c)
+            .into_iter()
+            .filter(|q| !q.referenced && !q.modifies)
+            .map(|q| q.body)
+            .collect();
         let mut i = 0;
         while i < n {
             let start = i;
@@ -475,6 +483,13 @@ impl Reader<'_> {
                     }
                 })
                 .collect();
+            blank.push(c.t[start].start..c.t[last].end);
+            if dead
+                .iter()
+                .any(|&(open, close)| open < start && start < close)
+            {
+                continue;
+            }
             f.row_locks.push(RowLock {
                 strength,
                 clause: clause.join(" ").replace(" ,", ","),
@@ -483,7 +498,6 @@ impl Reader<'_> {
                 span: self.tok_span(c.t, start, last),
                 ordered: false,
             });
-            blank.push(c.t[start].start..c.t[last].end);
         }
     }
 
@@ -1171,7 +1185,86 @@ fn declares_keys(c: &Cursor) -> bool {
 /// The names a statement's `WITH` clauses define (`WITH j AS (...), k (a, b) AS (...)`), at any
 /// depth.
 fn cte_names(c: &Cursor) -> Vec<String> {
-    let mut names = Vec::new();
+    ctes(c).into_iter().map(|q| q.name).collect()
+}
+
+/// `FOR UPDATE OF t` names a table by its alias (`FROM task t`): the locked table's name.
+fn resolve_lock_aliases(c: &Cursor, f: &mut Facts) {
+    if f.row_locks.iter().all(|l| l.of.is_empty()) {
+        return;
+    }
+    let tables: Vec<String> = f.reads.iter().map(|t| t.name.to_string()).collect();
+    // `<table> [AS] <alias>`: a name read as a table, followed by another name.
+    let mut aliases: Vec<(String, String)> = Vec::new();
+    for i in 0..c.t.len() {
+        let Some((name, next)) = c.name(i) else {
+            continue;
+        };
+        if !tables.contains(&name) || (i > 0 && c.punct(i - 1, ".")) {
+            continue;
+        }
+        let at = if c.is(next, "as") { next + 1 } else { next };
+        if let Some(alias) = c.word(at).filter(|w| !ALIAS_STOP.contains(&w.as_str())) {
+            aliases.push((alias, name));
+        }
+    }
+    for l in &mut f.row_locks {
+        for o in &mut l.of {
+            if !tables.contains(o)
+                && let Some((_, t)) = aliases.iter().find(|(a, _)| a == o)
+            {
+                *o = t.clone();
+            }
+        }
+    }
+}
+
+/// Words after a table name that are not its alias.
+const ALIAS_STOP: &[&str] = &[
+    "where",
+    "join",
+    "inner",
+    "left",
+    "right",
+    "full",
+    "cross",
+    "on",
+    "using",
+    "set",
+    "group",
+    "order",
+    "limit",
+    "offset",
+    "for",
+    "union",
+    "except",
+    "intersect",
+    "having",
+    "window",
+    "natural",
+    "lateral",
+    "returning",
+    "values",
+    "select",
+    "default",
+    "tablesample",
+    "only",
+];
+
+/// One `WITH` query of a statement.
+struct Cte {
+    name: String,
+    /// Token indices of its body's parentheses.
+    body: (usize, usize),
+    /// Its name appears outside its own definition.
+    referenced: bool,
+    /// Its body writes (`INSERT`, `UPDATE`, `DELETE`): it runs whether referred to or not.
+    modifies: bool,
+}
+
+/// The `WITH` queries of a statement, at any depth.
+fn ctes(c: &Cursor) -> Vec<Cte> {
+    let mut found: Vec<(String, usize, (usize, usize))> = Vec::new();
     for i in (0..c.t.len()).filter(|&i| c.is(i, "with")) {
         let mut j = i + 1;
         if c.is(j, "recursive") {
@@ -1200,15 +1293,31 @@ fn cte_names(c: &Cursor) -> Vec<String> {
             if !c.punct(k, "(") {
                 break;
             }
-            names.push(name);
             let end = c.close(k);
+            found.push((name, j, (k, end)));
             if !c.punct(end + 1, ",") {
                 break;
             }
             j = end + 2;
         }
     }
-    names
+    let word = |i: usize| match c.t[i].kind {
+        Kind::Word => Some(c.t[i].text(c.src).to_ascii_lowercase()),
+        Kind::QuotedIdent => Some(c.t[i].text(c.src).trim_matches('"').to_string()),
+        _ => None,
+    };
+    found
+        .iter()
+        .map(|(name, at, (open, close))| Cte {
+            name: name.clone(),
+            body: (*open, *close),
+            referenced: (0..c.t.len())
+                .filter(|&i| i != *at && (i < *open || i > *close))
+                .any(|i| word(i).as_deref() == Some(name.as_str())),
+            modifies: (*open..*close)
+                .any(|i| c.is(i, "insert") || c.is(i, "update") || c.is(i, "delete")),
+        })
+        .collect()
 }
 
 /// Words that end a `FROM` list.

@@ -126,6 +126,36 @@ fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
     out.extend(found.into_iter().map(|(_, d)| d));
 }
 
+/// The rows `step` locks were locked before, in key order: an earlier loop over a sorted
+/// collection (or an ordered query) locked rows of the same table by the same key values (`FOR
+/// r IN SELECT .. ORDER BY key LOOP INSERT .. ON CONFLICT ..`, then an unordered pass over the
+/// same keys). The second pass waits for nothing it does not hold.
+fn held_in_order(unit: &Unit, before: &[Step], step: &Step) -> bool {
+    let keys = |s: &Step| -> Vec<String> {
+        s.facts
+            .filters
+            .iter()
+            .map(|p| &p.value)
+            .chain(s.facts.inserts.iter().map(|(_, o)| o))
+            .map(|o| value_key(o, s))
+            .collect()
+    };
+    let tables = |s: &Step| -> Vec<Resource> {
+        lockgraph::acquisitions(s)
+            .into_iter()
+            .map(|(r, ..)| r)
+            .collect()
+    };
+    let (mine, my_keys) = (tables(step), keys(step));
+    before.iter().any(|g| {
+        unit.loops
+            .iter()
+            .any(|l| l.sorted && g.branch.contains(&l.branch))
+            && tables(g).iter().any(|r| mine.contains(r))
+            && keys(g).iter().any(|k| my_keys.contains(k))
+    })
+}
+
 fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnostic)> {
     let lp = unit
         .loops
@@ -137,7 +167,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnos
         .filter(|s| !s.branch.contains(&lp.branch))
         .cloned()
         .collect();
-    if guarded(&outside, step) {
+    if guarded(&outside, step) || held_in_order(unit, &outside, step) {
         return None;
     }
     {
@@ -186,10 +216,11 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnos
         // reached through the query's values, come in an order of their own.
         let query = lp.query.and_then(|q| before.iter().find(|s| s.seq == q));
         if query.is_some_and(|q| {
-            q.facts
-                .reads
-                .iter()
-                .any(|t| matches!(&resource, Resource::Table(n) if *n == t.name))
+            q.facts.ordered
+                || q.facts
+                    .reads
+                    .iter()
+                    .any(|t| matches!(&resource, Resource::Table(n) if *n == t.name))
         }) {
             return None;
         }

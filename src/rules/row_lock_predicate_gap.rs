@@ -27,7 +27,8 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             if matches!(l.txn.scope, Scope::Autocommit | Scope::Unknown)
                 || l.txn.isolation == Isolation::Serializable
                 || (l.txn.isolation == Isolation::ReadCommitted
-                    && advisory_locks_before(l.txn, l.step.seq).next().is_some())
+                    && (advisory_locks_before(l.txn, l.step.seq).next().is_some()
+                        || guard_before(l)))
                 || l.step.facts.modifies
             {
                 continue;
@@ -42,6 +43,25 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             out.extend(found);
         }
     }
+}
+
+/// Earlier in the transaction, on every path, a blocking exclusive lock of a row that this
+/// lock's key comes from (`SELECT id FROM pipelines WHERE .. FOR UPDATE`, then the pipeline's
+/// jobs `FOR UPDATE` by that id): every run for one key waits there first, and at READ
+/// COMMITTED the one that waited sees what the other inserted.
+fn guard_before(l: &At) -> bool {
+    l.txn.steps.iter().any(|g| {
+        g.seq < l.step.seq
+            && l.step.branch.starts_with(&g.branch)
+            && g.facts.row_locks.iter().any(|r| {
+                r.wait == LockWait::Block
+                    && matches!(
+                        r.strength,
+                        RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+                    )
+            })
+            && l.step.host().inputs.iter().any(|i| i.from.contains(&g.seq))
+    })
 }
 
 fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {

@@ -598,9 +598,11 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
             E::ForLoop(f) => {
-                self.expr(&f.expr);
-                // The order the loop visits keys in.
+                let v = self.expr(&f.expr);
+                // The order the loop visits keys in; the rows of one query, in its order.
                 let sorted = self.sorted_collection(&f.expr);
+                let from = self.flow_of(&v, &f.expr);
+                let query = from.first().copied().filter(|_| from.len() == 1);
                 let mut names = Vec::new();
                 collect_idents(&f.pat, &mut names);
                 let at = self.span(&f.expr);
@@ -610,7 +612,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                         vars: names,
                         sorted,
                         span: at,
-                        query: None,
+                        query,
                     });
                     w.block(&f.body)
                 });
