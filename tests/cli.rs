@@ -429,6 +429,25 @@ fn model_shows_executors_and_transactions() {
     );
 }
 
+/// `txlint model` shows what host code binds to each parameter and which statements' results
+/// the value comes from.
+#[test]
+fn model_shows_bound_values_and_their_sources() {
+    let d = Dir::new("model-binds");
+    d.write(
+        "src/lib.rs",
+        "async fn f(pool: &PgPool, name: &str) -> sqlx::Result<()> {\n    let mut tx = pool.begin().await?;\n    let id: i64 = sqlx::query_scalar(\"SELECT id FROM t WHERE name = $1\").bind(name).fetch_one(&mut *tx).await?;\n    sqlx::query(\"UPDATE t SET n = n + 1 WHERE id = $1\").bind(id).execute(&mut *tx).await?;\n    tx.commit().await\n}\n",
+    );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("      binds $1 = name\n"), "{out}");
+    assert!(
+        out.contains("      binds $1 = id (from src/lib.rs:3:"),
+        "{out}"
+    );
+}
+
 /// `txlint model` names the tool that runs a migration, how it runs it, and that the migration's
 /// `DO` blocks run once.
 #[test]

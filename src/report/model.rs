@@ -114,6 +114,24 @@ pub fn render(run: &Run) -> String {
                 if let Some(sql) = run.program.generated.get(&step.span) {
                     let _ = writeln!(out, "      as SQL: {sql}");
                 }
+                for i in &step.host().inputs {
+                    let from: Vec<String> = i
+                        .from
+                        .iter()
+                        .filter_map(|&q| {
+                            unit.transactions
+                                .iter()
+                                .flat_map(|t| &t.steps)
+                                .find(|s| s.seq == q)
+                        })
+                        .map(|s| at(s.span))
+                        .collect();
+                    let from = match from.is_empty() {
+                        true => String::new(),
+                        false => format!(" (from {})", from.join(", ")),
+                    };
+                    let _ = writeln!(out, "      binds ${} = {}{from}", i.param, i.text);
+                }
             }
         }
     }

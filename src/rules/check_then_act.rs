@@ -71,6 +71,8 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             }
         }
         let mut limited = false;
+        // One decision is one race: its first write is the finding, the others are labels.
+        let mut found: Vec<(usize, Diagnostic)> = Vec::new();
         for j in 0..flow.steps.len() {
             let w = &flow.steps[j];
             let f = &w.step.facts;
@@ -114,11 +116,23 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
                 candidates.truncate(CANDIDATES);
                 limited = true;
             }
-            let found = candidates
+            let Some((i, d)) = candidates
                 .iter()
-                .find_map(|&i| finding(cx, unit, &flow, &taken, i, j, report));
-            out.extend(found);
+                .find_map(|&i| finding(cx, unit, &flow, &taken, i, j, report).map(|d| (i, d)))
+            else {
+                continue;
+            };
+            match found.iter_mut().find(|(r, _)| *r == i) {
+                Some((_, first)) if report == Report::Races => {
+                    first.labels.push(crate::diagnostic::Label {
+                        span: d.span,
+                        message: "also acts on this decision".into(),
+                    })
+                }
+                _ => found.push((i, d)),
+            }
         }
+        out.extend(found.into_iter().map(|(_, d)| d));
         if limited && report == Report::Races {
             out.push(analysis_limit_diagnostic(
                 unit.span,

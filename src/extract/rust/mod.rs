@@ -1340,6 +1340,8 @@ struct Walker<'a, 'w> {
     exits: Vec<Exit>,
     conditions: Vec<Condition>,
     loops: Vec<Loop>,
+    /// The loops whose bodies are being walked (indices into `loops`), outermost first.
+    open_loops: Vec<usize>,
     choices: Vec<Vec<usize>>,
     /// Collections sorted in place so far (`ids.sort()`).
     sorted: HashSet<String>,

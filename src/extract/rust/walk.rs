@@ -31,6 +31,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             exits: Vec::new(),
             conditions: Vec::new(),
             loops: Vec::new(),
+            open_loops: Vec::new(),
             choices: Vec::new(),
             sorted: HashSet::new(),
             ordered: HashMap::new(),
@@ -237,6 +238,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                                 w.exit(diverge, None, ExitKind::Return);
                             });
                         }
+                        self.derive_loop_vars(&local.pat, &init.expr);
                         if orders(&init.expr) {
                             let mut names = Vec::new();
                             collect_idents(&local.pat, &mut names);
@@ -305,6 +307,26 @@ impl<'a, 'w> Walker<'a, 'w> {
         let mut names = Names(&self.vars, Flow::new());
         names.visit_expr(e);
         names.1
+    }
+
+    /// Names bound in a loop's body from a value computed from the loop's variables
+    /// (`let row = map.get(&id)` in `for id in ids`) change with every iteration like them.
+    fn derive_loop_vars(&mut self, pat: &syn::Pat, init: &syn::Expr) {
+        let used = used_names(init);
+        for &i in self.open_loops.iter() {
+            let Some(lp) = self.loops.get_mut(i) else {
+                continue;
+            };
+            if used.iter().any(|u| lp.vars.contains(u)) {
+                let mut names = Vec::new();
+                collect_idents(pat, &mut names);
+                for n in names {
+                    if !lp.vars.contains(&n) {
+                        lp.vars.push(n);
+                    }
+                }
+            }
+        }
     }
 
     /// Bind a pattern to a value; a type annotation tells the handle kind.
@@ -567,16 +589,31 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let is = |name| pat.is_some_and(|p| pattern_is(p, name));
                 let c = self.choice();
                 let backend = backend_test(&i.cond);
-                self.in_arm(Some(c), &from, is("Err"), |w| {
+                if let (Some(p), E::Let(l)) = (pat, &*i.cond) {
+                    self.derive_loop_vars(p, &l.expr);
+                }
+                let then = self.in_arm(Some(c), &from, is("Err"), |w| {
                     if let Some(p) = pat {
                         w.bind(p, data.clone());
                     }
-                    w.with_backend(backend, |w| w.block(&i.then_branch))
+                    w.with_backend(backend, |w| w.block_value(&i.then_branch))
                 });
-                if let Some((_, other)) = &i.else_branch {
-                    self.in_arm(Some(c), &from, is("Ok"), |w| w.expr(other));
+                let Some((_, other)) = &i.else_branch else {
+                    return Value::None;
+                };
+                let other = self.in_arm(Some(c), &from, is("Ok"), |w| {
+                    let v = w.expr(other);
+                    w.or_data(v, other)
+                });
+                // `let row = if let Some(r) = found { r.update(tx)? } else { new.insert(tx)? }`:
+                // the rows of the arms, not the condition's.
+                match (then, other) {
+                    (Value::Data(mut a), Value::Data(b)) => {
+                        a.extend(b.iter().copied());
+                        Value::Data(a)
+                    }
+                    _ => Value::None,
                 }
-                Value::None
             }
             E::Match(m) => {
                 let v = self.expr(&m.expr);
@@ -585,6 +622,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let c = self.choice();
                 let scrutinee = path_name(&m.expr);
                 for arm in &m.arms {
+                    self.derive_loop_vars(&arm.pat, &m.expr);
                     let failed = pattern_is(&arm.pat, "Err");
                     let backend = scrutinee.clone().zip(backend_variant(&arm.pat));
                     self.in_arm(Some(c), &from, failed, |w| {
@@ -607,6 +645,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 collect_idents(&f.pat, &mut names);
                 let at = self.span(&f.expr);
                 self.in_branch(|w| {
+                    w.open_loops.push(w.loops.len());
                     w.loops.push(Loop {
                         branch: w.next_branch,
                         vars: names,
@@ -614,7 +653,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                         span: at,
                         query,
                     });
-                    w.block(&f.body)
+                    w.block(&f.body);
+                    w.open_loops.pop();
                 });
                 Value::None
             }
@@ -627,8 +667,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.in_branch(|w| w.block(&l.body));
                 Value::None
             }
-            E::Block(syn::ExprBlock { block, .. })
-            | E::Async(syn::ExprAsync { block, .. })
+            E::Block(syn::ExprBlock { block, .. }) => self.block_value(block),
+            E::Async(syn::ExprAsync { block, .. })
             | E::Unsafe(syn::ExprUnsafe { block, .. })
             | E::TryBlock(syn::ExprTryBlock { block, .. }) => {
                 self.block(block);
