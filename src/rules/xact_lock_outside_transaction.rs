@@ -70,23 +70,27 @@ fn explain_script(cx: &Context, unit: &Unit, d: &mut Diagnostic) {
     ));
 }
 
-/// Work after `step` in the unit that its row locks could have been meant to protect: a
-/// later write, or a later statement given what it returned. A `SKIP LOCKED` read with none
-/// (`SELECT count(*) .. FOR UPDATE SKIP LOCKED`, counting the rows no worker holds) uses the
-/// lock as a filter of its own and needs nothing to outlive it. (A blocking `FOR UPDATE` whose
-/// rows are only returned is still reported: the caller acts on rows no longer locked.)
+/// Work that `step`'s row locks could have been meant to protect: a later write in the unit,
+/// a later statement given what it returned, or, for rows (not a count), the caller they are
+/// returned to. A `SKIP LOCKED` count or existence test with none (`SELECT count(*) .. FOR
+/// UPDATE SKIP LOCKED`, counting the rows no worker holds) uses the lock as a filter of its
+/// own and needs nothing to outlive it; rows picked with `SKIP LOCKED` are picked to be
+/// claimed. (A blocking `FOR UPDATE` whose rows are only returned is reported too: the caller
+/// acts on rows no longer locked.)
 fn protects_later(unit: &Unit, step: &Step) -> bool {
-    unit.transactions
-        .iter()
-        .flat_map(|t| &t.steps)
-        .filter(|s| s.seq > step.seq)
-        .any(|s| {
-            matches!(
-                s.facts.kind,
-                StmtKind::Insert | StmtKind::Update | StmtKind::Delete | StmtKind::Merge
-            ) || s.facts.modifies
-                || s.host().inputs.iter().any(|i| i.from.contains(&step.seq))
-        })
+    step.facts.extra().aggregates.is_empty()
+        || unit
+            .transactions
+            .iter()
+            .flat_map(|t| &t.steps)
+            .filter(|s| s.seq > step.seq)
+            .any(|s| {
+                matches!(
+                    s.facts.kind,
+                    StmtKind::Insert | StmtKind::Update | StmtKind::Delete | StmtKind::Merge
+                ) || s.facts.modifies
+                    || s.host().inputs.iter().any(|i| i.from.contains(&step.seq))
+            })
 }
 
 /// Locks taken where the transaction is the statement (or the simple-query message).

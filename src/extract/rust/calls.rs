@@ -35,7 +35,7 @@ impl<'a> Walker<'a, '_> {
             // An error in the closure leaves through the call.
             let passed_on = self.passes_on;
             self.passes_on &= self.tried.contains(&at);
-            self.expr(&c.body);
+            self.closure_body(&c.body);
             self.passes_on = passed_on;
             self.walkers[tx.walker].end(None);
             self.vars = outer;
@@ -366,7 +366,7 @@ impl<'a> Walker<'a, '_> {
         for (i, p) in c.inputs.iter().enumerate() {
             self.bind(p, args.get(i).cloned().unwrap_or_default());
         }
-        let v = self.expr(&c.body);
+        let v = self.closure_body(&c.body);
         let v = self.or_data(v, &c.body);
         self.file = saved_file;
         self.vars = saved_vars;
@@ -872,8 +872,10 @@ impl<'a> Walker<'a, '_> {
         let passed_on = self.passes_on;
         self.passes_on &= self.tried.contains(&at);
         self.calls.push(at);
+        self.frames += 1;
         self.params(f.sig, f.owner, receiver, Some(args));
         let value = self.body(f.block);
+        self.frames -= 1;
         self.calls.pop();
         self.passes_on = passed_on;
         self.stack.pop();

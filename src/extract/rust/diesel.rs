@@ -568,6 +568,17 @@ impl Walker<'_, '_> {
             syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "desc" | "asc") => {
                 self.columns(&m.receiver)
             }
+            // `.select(1.into_sql::<Integer>())`: a constant, one per row (`SELECT 1`).
+            syn::Expr::MethodCall(m) if m.method == "into_sql" => match &*m.receiver {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                }) => vec![Column {
+                    name: i.base10_digits().to_string(),
+                    at: self.span(e),
+                }],
+                _ => Vec::new(),
+            },
             // `dsl::max(t::n)`, `count(t::id)`: an aggregate of a column.
             syn::Expr::Call(c) => match (&*c.func, c.args.first()) {
                 (syn::Expr::Path(f), Some(arg)) => {

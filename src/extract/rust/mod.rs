@@ -1338,6 +1338,14 @@ struct Walker<'a, 'w> {
     branch: Vec<usize>,
     next_branch: usize,
     exits: Vec<Exit>,
+    /// For each of `exits`: `None` when it leaves the function walked, or the frame it only
+    /// leaves (see `frames`): a `return Ok(..)` in a helper, a `?` in a helper or an `async`
+    /// block whose result the code around it handles.
+    exit_frames: Vec<Option<usize>>,
+    /// How many helper bodies and `async` blocks the walk is inside.
+    frames: usize,
+    /// The `async` block about to be walked is awaited with `?` (`async { .. }.await?`).
+    async_tried: bool,
     conditions: Vec<Condition>,
     loops: Vec<Loop>,
     /// The loops whose bodies are being walked (indices into `loops`), outermost first.

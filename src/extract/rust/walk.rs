@@ -29,6 +29,9 @@ impl<'a, 'w> Walker<'a, 'w> {
             branch: Vec::new(),
             next_branch: 0,
             exits: Vec::new(),
+            exit_frames: Vec::new(),
+            frames: 0,
+            async_tried: false,
             conditions: Vec::new(),
             loops: Vec::new(),
             open_loops: Vec::new(),
@@ -82,7 +85,13 @@ impl<'a, 'w> Walker<'a, 'w> {
         transactions.sort_by_key(|t| t.steps[0].seq);
         let mut unit = Unit::new(UnitKind::RustFn, Some(f.name.clone()), f.span);
         unit.transactions = transactions;
-        unit.exits = self.exits;
+        unit.exits = self
+            .exits
+            .into_iter()
+            .zip(self.exit_frames)
+            .filter(|(_, frame)| frame.is_none())
+            .map(|(e, _)| e)
+            .collect();
         unit.conditions = self.conditions;
         unit.loops = self.loops;
         unit.sessions = self.sessions;
@@ -329,6 +338,19 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
     }
 
+    /// A closure's body. An `async` block that is the closure's result (`|tx| async move {
+    /// .. }`, `Box::pin(async move { .. })`) passes its errors on as the closure does.
+    pub(super) fn closure_body(&mut self, body: &syn::Expr) -> Value {
+        let is_async = |e: &syn::Expr| matches!(e, syn::Expr::Async(_));
+        self.async_tried = match body {
+            syn::Expr::Call(c) => c.args.len() == 1 && c.args.iter().all(is_async),
+            e => is_async(e),
+        };
+        let v = self.expr(body);
+        self.async_tried = false;
+        v
+    }
+
     /// Bind a pattern to a value; a type annotation tells the handle kind.
     pub(super) fn bind(&mut self, pat: &syn::Pat, value: Value) {
         // Data spreads to every name of a destructuring pattern.
@@ -473,9 +495,16 @@ impl<'a, 'w> Walker<'a, 'w> {
         // An arm that leaves (`return`, a diverging `let .. else`) ends nothing for the code
         // after it: a `tx.rollback()` before its `return` closes the transaction on that
         // path only.
+        // A helper's own return leaves the helper's arms, not its caller's.
+        let depth = self.frames;
         let leaves = self.exits[exits..]
             .iter()
-            .any(|e| e.kind == ExitKind::Return && e.branch.last() == Some(&arm));
+            .zip(&self.exit_frames[exits..])
+            .any(|(e, frame)| {
+                e.kind == ExitKind::Return
+                    && e.branch.last() == Some(&arm)
+                    && frame.is_none_or(|d| d == depth)
+            });
         if leaves {
             for (w, m) in self.walkers.iter_mut().zip(marks) {
                 w.reopen(m);
@@ -487,6 +516,21 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     pub(super) fn exit(&mut self, node: &impl Spanned, owner: Option<usize>, kind: ExitKind) {
+        self.exit_as(node, owner, kind, true);
+    }
+
+    /// An exit; `error` when it leaves with an error (`?`, `return Err(..)`, `bail!`), which
+    /// a helper's caller passes on when it calls the helper with `?`. Any other return of a
+    /// helper, and an error its caller handles, leaves only the helper.
+    pub(super) fn exit_as(
+        &mut self,
+        node: &impl Spanned,
+        owner: Option<usize>,
+        kind: ExitKind,
+        error: bool,
+    ) {
+        let frame = (self.frames > 0 && !(error && self.passes_on)).then_some(self.frames);
+        self.exit_frames.push(frame);
         let seq = self.next_seq();
         let span = self.span(node);
         self.exits.push(Exit {
@@ -536,6 +580,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Unary(u) => self.expr(&u.expr),
             E::Try(t) => {
                 let before = self.seq;
+                self.async_tried =
+                    matches!(&*t.expr, E::Await(a) if matches!(&*a.base, E::Async(_)));
                 let site = self.tried_site(&t.expr);
                 self.tried.extend(site);
                 let v = self.expr(&t.expr);
@@ -568,7 +614,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                         frame.push(v);
                     }
                 }
-                self.exit(&r.return_token, None, ExitKind::Return);
+                let error = !r.expr.as_deref().is_some_and(is_ok_value);
+                self.exit_as(&r.return_token, None, ExitKind::Return, error);
                 Value::None
             }
             E::Binary(b) => {
@@ -668,15 +715,25 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
             E::Block(syn::ExprBlock { block, .. }) => self.block_value(block),
-            E::Async(syn::ExprAsync { block, .. })
-            | E::Unsafe(syn::ExprUnsafe { block, .. })
+            E::Async(syn::ExprAsync { block, .. }) => {
+                // `let r = async { .. ? .. }.await; unlock; r`: a `?` or `return` inside leaves
+                // the block, not the function, unless the block's result is passed on with `?`.
+                let passed_on = self.passes_on;
+                self.passes_on &= std::mem::take(&mut self.async_tried);
+                self.frames += 1;
+                let v = self.block_value(block);
+                self.frames -= 1;
+                self.passes_on = passed_on;
+                v
+            }
+            E::Unsafe(syn::ExprUnsafe { block, .. })
             | E::TryBlock(syn::ExprTryBlock { block, .. }) => {
                 self.block(block);
                 Value::None
             }
             E::Closure(c) => {
                 // A closure may run any number of times, or not at all.
-                self.in_branch(|w| w.expr(&c.body));
+                self.in_branch(|w| w.closure_body(&c.body));
                 Value::None
             }
             E::Let(l) => self.expr(&l.expr),
@@ -1016,6 +1073,17 @@ pub(super) fn orders(e: &syn::Expr) -> bool {
 }
 
 /// The plain names an expression uses (`a`, `b` in `if a < b { (a, b) } else { (b, a) }`).
+/// `Ok(..)` or `Some(..)`: a value returned as success.
+fn is_ok_value(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Call(c) => {
+            matches!(&*c.func, syn::Expr::Path(p) if p.path.is_ident("Ok") || p.path.is_ident("Some"))
+        }
+        syn::Expr::Paren(p) => is_ok_value(&p.expr),
+        _ => false,
+    }
+}
+
 fn used_names(e: &syn::Expr) -> Vec<String> {
     struct Names(Vec<String>);
     impl<'a> Visit<'a> for Names {
