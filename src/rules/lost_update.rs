@@ -231,13 +231,15 @@ fn from_outside(o: &Operand, step: &Step) -> bool {
 /// `Some(false)` when only the column overlap suggests it, `None` when it does not.
 fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
     let o = &set.value;
+    // The column written back was read: a value computed only from other columns (a file
+    // found by the row's name, then its line counts stored) overwrites nothing it saw.
+    let read = r.facts.columns.iter().any(|c| *c == set.column || c == "*");
     if flow.flows_from(o, r, w) {
-        return Some(true);
+        return (read || !r.facts.parsed).then_some(true);
     }
     let w = flow.steps[w].step;
     // Variables and bound host values are followed; only a parameter whose value txlint never
     // saw (a `$1` in a script, an unrecognised binding) falls back to the column overlap.
-    let read = r.facts.columns.iter().any(|c| *c == set.column || c == "*");
     let unseen = o
         .params
         .iter()
