@@ -152,6 +152,9 @@ pub struct TableDdl {
     pub table: String,
     /// `CREATE TABLE` (as opposed to adding to a table declared elsewhere).
     pub creates: bool,
+    /// `ALTER TABLE`: in a transaction, a lock on the table that conflicts with itself (`ACCESS
+    /// EXCLUSIVE` for most forms, `SHARE ROW EXCLUSIVE` for foreign keys) until it ends.
+    pub alters: bool,
     pub columns: Vec<String>,
     pub primary_key: Option<Vec<String>>,
     /// Unique column sets (`UNIQUE`, unique indexes), the primary key not repeated.

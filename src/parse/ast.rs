@@ -140,6 +140,7 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
         Statement::AlterTable(a) => {
             let mut ddl = TableDdl {
                 table: table_name(&a.name),
+                alters: true,
                 ..TableDdl::default()
             };
             for op in &a.operations {

@@ -394,7 +394,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
         let Some(b_key) = &keys[j] else {
             continue;
         };
-        if held(j, b_key) {
+        if held(j, b_key) || serialised(t.tx, b.step) {
             continue;
         }
         for (i, a) in acqs[..j].iter().enumerate() {
@@ -425,6 +425,11 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
                     .iter()
                     .all(|&i| a_key[i].ordered && b_key[i].ordered)
             {
+                continue;
+            }
+            // One key read from the other's row (an answer's id read from its question): a
+            // run that starts from the second row does not reach the first.
+            if read_from(t.tx, a.step, b_key) || read_from(t.tx, b.step, a_key) {
                 continue;
             }
             // Rows locked through two different calls (`PERFORM debit(src); PERFORM
@@ -479,6 +484,115 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
 }
 
 /// One column of the key a statement locks its row by.
+/// Before `step`, on every path to it, a lock every run of this code takes first whatever its
+/// inputs: a transaction-scoped advisory lock on a constant key, `LOCK TABLE` in a mode that
+/// conflicts with itself, `ALTER TABLE`, or an exclusive row lock keyed by constants. A run
+/// with the keys swapped waits there before it locks anything else.
+fn serialised(tx: &Transaction, step: &Step) -> bool {
+    tx.steps
+        .iter()
+        .filter(|g| g.seq < step.seq && step.branch.starts_with(&g.branch))
+        .any(|g| {
+            let f = &g.facts;
+            let constant = |v: &Operand| v.params.is_empty() && v.idents.is_empty();
+            f.extra()
+                .advisory
+                .iter()
+                .any(|a| a.takes_xact_lock() && !a.shared && constant_key(&a.key))
+                || f.extra().table_lock.as_ref().is_some_and(|l| {
+                    matches!(
+                        l.mode.to_ascii_uppercase().as_str(),
+                        "SHARE ROW EXCLUSIVE" | "EXCLUSIVE" | "ACCESS EXCLUSIVE" | ""
+                    )
+                })
+                || f.extra().ddl.as_ref().is_some_and(|d| d.alters)
+                || (f.row_locks.iter().any(|l| {
+                    l.wait == LockWait::Block
+                        && matches!(
+                            l.strength,
+                            RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+                        )
+                }) && !f.filters.is_empty()
+                    && f.filters.iter().all(|p| constant(&p.value)))
+        })
+}
+
+/// An advisory key made of literals and calls on them (`42`, `hashtext('jobs')`, `1, 2`), with
+/// no parameter or variable: every run locks the same key.
+fn constant_key(key: &str) -> bool {
+    // String literals dropped: what is left must be numbers, calls and punctuation.
+    let mut rest = Vec::new();
+    let mut quoted = false;
+    for c in key.chars() {
+        if c == '\'' {
+            quoted = !quoted;
+            rest.push(' ');
+        } else if !quoted {
+            rest.push(c);
+        }
+    }
+    if rest.iter().any(|&c| c == '$' || c == ':') {
+        return false;
+    }
+    let word_char = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < rest.len() {
+        if !word_char(rest[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < rest.len() && word_char(rest[i]) {
+            i += 1;
+        }
+        let number = rest[start..i].iter().all(|c| c.is_ascii_digit());
+        let call = rest[i..].iter().find(|c| !c.is_whitespace()) == Some(&'(');
+        if !number && !call {
+            return false;
+        }
+    }
+    true
+}
+
+/// Every input of `step`'s row key was read from the row `other` names: a host value computed
+/// from a statement keyed by `other` (`SELECT reply_id .. WHERE id = $1`), or a PL/pgSQL
+/// variable such a statement assigned.
+fn read_from(tx: &Transaction, step: &Step, other: &[KeyPart]) -> bool {
+    let keyed_by_other = |s: &Step| {
+        row_key(tx, s).is_some_and(|k| {
+            k.iter().any(|p| {
+                other
+                    .iter()
+                    .any(|o| o.column == p.column && o.value == p.value)
+            })
+        })
+    };
+    let by_seq = |seq: usize| tx.steps.iter().find(|s| s.seq == seq);
+    let mut inputs = 0;
+    let all = step.facts.filters.iter().all(|p| {
+        if let Some(&n) = p.value.params.first() {
+            inputs += 1;
+            let Some(i) = step.host().inputs.iter().find(|i| i.param == n) else {
+                return false;
+            };
+            !i.from.is_empty()
+                && i.from
+                    .iter()
+                    .all(|&q| by_seq(q).is_some_and(keyed_by_other))
+        } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
+            inputs += 1;
+            let var = &p.value.idents[0];
+            tx.steps
+                .iter()
+                .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var))
+                .is_some_and(keyed_by_other)
+        } else {
+            true
+        }
+    });
+    all && inputs > 0
+}
+
 struct KeyPart {
     column: String,
     /// The value, comparable across statements.
@@ -612,4 +726,21 @@ fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Ve
         .in_step(step)
         .help("sort the keys first (`ORDER BY` on the key in the `SELECT` that feeds the upsert; in the code, sort the arrays or the rows pushed, or keep them in a `BTreeMap`), or take a transaction-scoped advisory lock on the set first"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_key;
+
+    #[test]
+    fn constant_keys_are_literals_and_calls_on_them() {
+        assert!(constant_key("42"));
+        assert!(constant_key("1, 2"));
+        assert!(constant_key("hashtext('wallet transfer: $1')"));
+        assert!(!constant_key("p_from"));
+        assert!(!constant_key("$1"));
+        assert!(!constant_key("hashtext($1)"));
+        assert!(!constant_key("hashtext(name)"));
+        assert!(!constant_key("'k'::regclass::int"));
+    }
 }

@@ -987,6 +987,7 @@ pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, Tabl
                     TableDdl {
                         table: sql_name.take().unwrap_or(table),
                         creates: false,
+                        alters: false,
                         columns: table_columns(g.stream()),
                         primary_key: Some(key.take().unwrap_or_else(|| vec!["id".into()])),
                         unique: Vec::new(),

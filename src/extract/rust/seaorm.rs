@@ -45,6 +45,7 @@ pub(super) fn entity_table(
     let mut ddl = TableDdl {
         table,
         creates: false,
+        alters: false,
         columns: Vec::new(),
         primary_key: None,
         unique: Vec::new(),
