@@ -223,6 +223,28 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
 }
 
 /// The transaction-scoped advisory locks `tx` takes before `seq`, with their statements.
+/// Session advisory locks the unit holds from before `from` until `to` (taken on any of its
+/// sessions before `from`, with no unlock of the same key before `to`): every run of the code
+/// between is serialised on their keys, whichever connection runs it.
+pub fn session_locks_held(
+    unit: &Unit,
+    from: usize,
+    to: usize,
+) -> impl Iterator<Item = (&AdvisoryCall, &Step)> {
+    let steps = || unit.transactions.iter().flat_map(|t| &t.steps);
+    steps()
+        .filter(move |s| s.seq < from)
+        .flat_map(|s| s.facts.extra().advisory.iter().map(move |a| (a, s)))
+        .filter(|(a, _)| a.takes_session_lock() && !a.shared)
+        .filter(move |(a, s)| {
+            !steps().any(|u| {
+                u.seq > s.seq
+                    && u.seq < to
+                    && u.facts.extra().advisory.iter().any(|x| x.releases(a))
+            })
+        })
+}
+
 pub fn advisory_locks_before(
     tx: &Transaction,
     seq: usize,
