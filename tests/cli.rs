@@ -1112,3 +1112,26 @@ fn witness_writes_the_two_sessions_of_a_finding() {
     let o = txlint(d.path(), &["check", "--witness", "."]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Output is a function of the input alone: routines calling each other in a ring, where the
+/// walk is cut decides what each copy holds, give the same findings and graph on every run
+/// (each run is a new process, with new hash seeds).
+#[test]
+fn findings_and_graph_are_the_same_on_every_run() {
+    let d = Dir::new("ring");
+    let mut sql = String::new();
+    for i in 0..3 {
+        sql += &format!(
+            "CREATE TABLE ring_{i} (id int PRIMARY KEY, n int);\nCREATE FUNCTION ring{i}() RETURNS void LANGUAGE plpgsql AS $$\nBEGIN\n  UPDATE ring_{i} SET n = n + 1 WHERE id = 1;\n  PERFORM ring{}();\nEND $$;\n",
+            (i + 1) % 3
+        );
+    }
+    d.write("ring.sql", &sql);
+    for args in [&["check", "--format", "json"][..], &["graph"][..]] {
+        let first = stdout(&txlint(d.path(), args));
+        assert!(!first.is_empty(), "{args:?}");
+        for _ in 0..8 {
+            assert_eq!(stdout(&txlint(d.path(), args)), first, "{args:?}");
+        }
+    }
+}

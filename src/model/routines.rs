@@ -105,7 +105,10 @@ pub fn inline(units: &mut [Unit], triggers: &[Trigger]) {
         triggers: live,
         callees: HashMap::new(),
     };
-    let all: Vec<usize> = x.index.values().copied().collect();
+    // In unit order: a ring of calls is cut where the walk meets it again, so the order decides
+    // which copies hold what, and must not be the hash map's.
+    let mut all: Vec<usize> = x.index.values().copied().collect();
+    all.sort_unstable();
     for i in all {
         x.expand(i, &mut Vec::new());
     }
