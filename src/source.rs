@@ -184,6 +184,27 @@ pub struct LineCol {
 pub struct LineIndex {
     /// In 32 bits, as spans are (a run keeps every file's lines).
     starts: Vec<u32>,
+    /// The text's multi-byte characters: where each starts, and running totals through it of
+    /// the bytes beyond one per character and of the characters UTF-16 writes as two units. A
+    /// column is then found in the log of their number, not by walking its line (an ASCII text
+    /// has none).
+    wide: Vec<(u32, u32, u32)>,
+}
+
+/// See [`LineIndex::wide`].
+fn wide_chars(text: &str) -> Vec<(u32, u32, u32)> {
+    let (mut bytes, mut pairs) = (0, 0);
+    let mut out: Vec<(u32, u32, u32)> = text
+        .char_indices()
+        .filter(|(_, c)| !c.is_ascii())
+        .map(|(i, c)| {
+            bytes += c.len_utf8() as u32 - 1;
+            pairs += c.len_utf16() as u32 - 1;
+            (i as u32, bytes, pairs)
+        })
+        .collect();
+    out.shrink_to_fit();
+    out
 }
 
 impl LineIndex {
@@ -191,7 +212,10 @@ impl LineIndex {
     pub fn at_newlines(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
-        LineIndex { starts }
+        LineIndex {
+            starts,
+            wide: wide_chars(text),
+        }
     }
 
     /// Lines end at `\n`, `\r\n` or a lone `\r`.
@@ -209,7 +233,35 @@ impl LineIndex {
                 .map(|i| i as u32 + 1),
         );
         starts.shrink_to_fit();
-        LineIndex { starts }
+        LineIndex {
+            starts,
+            wide: wide_chars(text),
+        }
+    }
+
+    /// The running totals of [`LineIndex::wide`] over the characters before byte `at`.
+    fn wide_before(&self, at: usize) -> (usize, usize) {
+        let i = self.wide.partition_point(|w| (w.0 as usize) < at);
+        i.checked_sub(1).map_or((0, 0), |i| {
+            (self.wide[i].1 as usize, self.wide[i].2 as usize)
+        })
+    }
+
+    /// Byte offset of the 0-based character `column` of the 1-based `line` (proc-macro2's
+    /// positions), at most `len`.
+    pub fn offset_of_column(&self, line: usize, column: usize, len: usize) -> usize {
+        let start = self.line_start(line).unwrap_or(len);
+        // Each multi-byte character before the target moves it on by its extra bytes.
+        let mut at = start + column;
+        let mut i = self.wide.partition_point(|w| (w.0 as usize) < start);
+        let mut extra = i.checked_sub(1).map_or(0, |j| self.wide[j].1);
+        while let Some(&(p, total, _)) = self.wide.get(i).filter(|w| (w.0 as usize) < at) {
+            debug_assert!(p as usize >= start);
+            at += (total - extra) as usize;
+            extra = total;
+            i += 1;
+        }
+        at.min(len)
     }
 
     /// Without the text (let go and not read back), the line and column 1.
@@ -220,11 +272,20 @@ impl LineIndex {
         };
         let line = self.line_of(offset).max(1);
         let line_start = self.starts.get(line - 1).map_or(0, |&s| s as usize);
-        let before = text.get(line_start..offset).unwrap_or("");
+        if text.is_empty() {
+            return LineCol {
+                line,
+                column: 1,
+                column_utf16: 1,
+            };
+        }
+        let offset = offset.max(line_start);
+        let ((b0, p0), (b1, p1)) = (self.wide_before(line_start), self.wide_before(offset));
+        let chars = offset - line_start - (b1 - b0);
         LineCol {
             line,
-            column: before.chars().count() + 1,
-            column_utf16: before.encode_utf16().count() + 1,
+            column: chars + 1,
+            column_utf16: chars + (p1 - p0) + 1,
         }
     }
 
@@ -396,6 +457,22 @@ mod tests {
         let x = text.find('x').unwrap();
         let lc = idx.line_col(text, x);
         assert_eq!((lc.line, lc.column, lc.column_utf16), (2, 4, 5));
+    }
+
+    #[test]
+    fn columns_become_offsets_past_multibyte_characters() {
+        let text = "ab\nçé𝄞x é\n";
+        let idx = LineIndex::at_newlines(text);
+        let x = text.find('x').unwrap();
+        assert_eq!(idx.offset_of_column(2, 3, text.len()), x);
+        assert_eq!(idx.offset_of_column(2, 0, text.len()), 3);
+        assert_eq!(idx.offset_of_column(1, 1, text.len()), 1);
+        assert_eq!(
+            idx.offset_of_column(2, 5, text.len()),
+            text.rfind('é').unwrap()
+        );
+        let lc = idx.line_col(text, text.rfind('é').unwrap());
+        assert_eq!((lc.line, lc.column, lc.column_utf16), (2, 6, 7));
     }
 
     #[test]

@@ -1135,3 +1135,20 @@ fn findings_and_graph_are_the_same_on_every_run() {
         }
     }
 }
+
+/// A finding after multi-byte characters on its line is placed by bytes in `offset` and by
+/// characters in `column` (`é` is 2 bytes, `€` 3, `😀` 4: 6 bytes more than characters).
+#[test]
+fn positions_after_multibyte_characters_on_the_line() {
+    let d = Dir::new("multibyte");
+    d.write(
+        "src/lib.rs",
+        "async fn f(pool: &sqlx::PgPool) { let _s = \"é€😀\"; let _ = sqlx::query(\"SELECT id FROM t FOR UPDATE\").fetch_all(pool).await; }\n",
+    );
+    let out = stdout(&txlint(d.path(), &["check", "--format", "json"]));
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let start = &json["diagnostics"][0]["start"];
+    assert_eq!(start["line"], 1, "{out}");
+    assert_eq!(start["column"], 89, "{out}");
+    assert_eq!(start["offset"], 94, "{out}");
+}

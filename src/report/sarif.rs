@@ -253,14 +253,19 @@ pub(crate) fn encode(path: &str) -> String {
 /// the key of `--baseline` files.
 pub fn fingerprints(run: &Run, root: &Root) -> Vec<String> {
     let mut seen: HashMap<(String, u64), usize> = HashMap::new();
+    // Once per rule and line: findings on one long line share it.
+    let mut keys: HashMap<(&str, usize, usize), u64> = HashMap::new();
     run.diagnostics
         .iter()
         .map(|d| {
             let file = &run.program.files[d.span.file];
             let path = root.display(&file.path);
-            let line = file.line_text(file.line_col(d.span.start()).line);
-            let folded: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
-            let key = fnv1a(format!("{}\0{path}\0{folded}", d.rule).as_bytes());
+            let n = file.line_col(d.span.start()).line;
+            let key = *keys.entry((d.rule, d.span.file, n)).or_insert_with(|| {
+                let line = file.line_text(n);
+                let folded = line.split_whitespace().collect::<Vec<_>>().join(" ");
+                fnv1a(format!("{}\0{path}\0{folded}", d.rule).as_bytes())
+            });
             let n = seen.entry((path, key)).or_insert(0);
             *n += 1;
             format!("{key:016x}:{n}")

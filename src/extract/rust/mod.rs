@@ -516,13 +516,8 @@ struct Parsed {
 
 impl Parsed {
     fn offset(&self, lc: LineColumn) -> usize {
-        let start = self.lines.line_start(lc.line).unwrap_or(self.text.len());
-        let in_line: usize = self.text[start..]
-            .chars()
-            .take(lc.column)
-            .map(char::len_utf8)
-            .sum();
-        start + in_line
+        self.lines
+            .offset_of_column(lc.line, lc.column, self.text.len())
     }
 
     /// Byte range (in the stripped text) of a syntax node.
@@ -845,7 +840,7 @@ struct Index<'a> {
     insertables: HashMap<String, diesel::Insertable>,
     /// Tables declared in Rust: by diesel's `table!` (by their Rust name) and by sea-orm
     /// entities' models (by their table's name).
-    tables: HashMap<String, TableDdl>,
+    tables: std::collections::BTreeMap<String, TableDdl>,
     /// diesel's `joinable!(child -> parent (column))`, by Rust names.
     joinables: Vec<[String; 3]>,
 }
@@ -1082,7 +1077,7 @@ impl<'a> Index<'a> {
             entity_tables: HashMap::new(),
             entity_columns: HashMap::new(),
             insertables: HashMap::new(),
-            tables: HashMap::new(),
+            tables: std::collections::BTreeMap::new(),
             joinables: Vec::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
