@@ -8,9 +8,9 @@ pub fn check(run: &Run) {
     for d in &run.diagnostics {
         let spans = std::iter::once(d.span).chain(d.labels.iter().map(|l| l.span));
         for s in spans {
-            let len = run.program.files[s.file].text.len();
+            let len = run.program.files[s.file].text().len();
             assert!(
-                s.start <= s.end && s.end <= len,
+                s.start() <= s.end() && s.end() <= len,
                 "{}: span {s:?} outside 0..{len}",
                 d.rule
             );
