@@ -8,8 +8,8 @@ use super::unique_violation_unhandled as refused;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{
-    At, Flow, advisory_locks_before, is_var, one_row_lock_before, param_key, session_locks_held,
-    value_key,
+    At, Flow, advisory_locks_before, from_held_rows, is_var, one_row_lock_before, param_key,
+    session_locks_held, value_key,
 };
 use crate::model::*;
 
@@ -364,6 +364,7 @@ fn finding(
             .steps
             .iter()
             .any(|g| g.seq < r.step.seq && guards(g, r.step))
+            || keyed_by_held_row(w.txn, r.step)
             || !rf.row_locks.is_empty()
             || w.txn.isolation == Isolation::Serializable)
     {
@@ -617,6 +618,35 @@ fn guards(g: &Step, r: &Step) -> bool {
                 || checked.contains(&value_key(&p.value, g))
         });
     same_rows || (exclusive && keyed)
+}
+
+/// The read's keys were all read through a row the transaction holds already (the crate row
+/// it updated, then the count of that crate's versions by the id the update returned): two
+/// runs on one parent wait there, and the second reads after the first committed.
+fn keyed_by_held_row(tx: &Transaction, r: &Step) -> bool {
+    let before: Vec<Step> = tx.steps.iter().filter(|s| s.seq < r.seq).cloned().collect();
+    let f = &r.facts;
+    // Constants pin nothing that varies; a variable is not followed.
+    if f.filters
+        .iter()
+        .any(|p| p.value.idents.iter().any(|i| is_var(i, r)))
+    {
+        return false;
+    }
+    let params: Vec<usize> = f
+        .filters
+        .iter()
+        .flat_map(|p| p.value.params.clone())
+        .collect();
+    let keys: Vec<&Input> = r
+        .host()
+        .inputs
+        .iter()
+        .filter(|i| params.contains(&i.param))
+        .collect();
+    !params.is_empty()
+        && params.iter().all(|p| keys.iter().any(|i| i.param == *p))
+        && from_held_rows(&before, &keys)
 }
 
 /// The insert writes the key the read checked (`WHERE email = $1`, then `INSERT .. (email)

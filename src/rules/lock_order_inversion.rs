@@ -5,7 +5,7 @@
 use super::analysis_limit::analysis_limit_diagnostic;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{is_var, value_key};
+use crate::model::flow::{from_held_rows, is_var, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
 use crate::source::Span;
@@ -156,42 +156,6 @@ fn held_in_order(unit: &Unit, before: &[Step], step: &Step) -> bool {
     })
 }
 
-/// Every key the loop locks was read through rows the transaction already holds before the
-/// loop, on every path: rows it locked or updated, or created (`UPDATE crates .. WHERE name =
-/// $1`, then the versions of that crate by its id). Two runs reach overlapping rows only through
-/// the same held row, and wait there first.
-fn reached_from_held(before: &[Step], keys: &[&Input]) -> bool {
-    fn held(before: &[Step], seq: usize, depth: usize) -> bool {
-        let Some(s) = before.iter().find(|s| s.seq == seq) else {
-            return false;
-        };
-        let f = &s.facts;
-        let locks = matches!(f.kind, StmtKind::Update | StmtKind::Insert)
-            || f.row_locks.iter().any(|l| {
-                l.wait == LockWait::Block
-                    && matches!(
-                        l.strength,
-                        RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                    )
-            });
-        locks
-            || (depth < 4
-                && f.kind == StmtKind::Select
-                && from_held(
-                    before,
-                    &s.host().inputs.iter().collect::<Vec<_>>(),
-                    depth + 1,
-                ))
-    }
-    fn from_held(before: &[Step], inputs: &[&Input], depth: usize) -> bool {
-        !inputs.is_empty()
-            && inputs
-                .iter()
-                .all(|i| !i.from.is_empty() && i.from.iter().all(|&q| held(before, q, depth)))
-    }
-    from_held(before, keys, 0)
-}
-
 fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnostic)> {
     let lp = unit
         .loops
@@ -234,7 +198,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnos
             .iter()
             .filter(|i| in_key(i.param) && of_loop(&i.text))
             .collect();
-        if reached_from_held(&outside, &keys) {
+        if from_held_rows(&outside, &keys) {
             return None;
         }
         let keyed = !keys.is_empty()
