@@ -43,7 +43,7 @@ pub fn extract(
     let map = OffsetMap::shifted(0);
     let mut steps = Vec::new();
     let mut skipped: Option<(usize, usize)> = None;
-    split_each(text, dialect, true, |mut stmt| {
+    let open = split_each(text, dialect, true, |mut stmt| {
         stmt.template |= actions
             .iter()
             .any(|h| h.start < stmt.range.end && stmt.range.start < h.end);
@@ -69,6 +69,18 @@ pub fn extract(
         }
         steps.push((step, stmt.message));
     });
+    // PostgreSQL rejects a script with a quote or comment left open; the rest was read on from
+    // the next line.
+    if let Some((at, what)) = open.filter(|_| dialect.has_rules()) {
+        let end = text[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+        x.out.failures.push(crate::parse::facts::ParseFailure {
+            span: Span::new(file, at..end),
+            message: format!(
+                "unterminated {what}: it runs to the end of the file, which PostgreSQL rejects (txlint read on from the next line)"
+            ),
+            host: false,
+        });
+    }
     if let Some((at, n)) = skipped {
         x.out.limits.push((
             Span::new(file, at..at),

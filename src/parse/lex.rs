@@ -3,7 +3,9 @@
 //! It knows just enough lexical structure to split scripts and to read the facts this tool is
 //! about (locking clauses, advisory-lock calls, transaction control) without a grammar: strings
 //! of every PostgreSQL and MySQL form, dollar quotes, nested block comments, psql meta-commands
-//! and `:var` interpolations. It never fails: unterminated constructs run to the end of input.
+//! and `:var` interpolations. It never fails: unterminated constructs run to the end of input,
+//! except at the top level of a script, where the lexer notes the first one and reads on from
+//! the line after its opening (see [`Lexer::unterminated`]).
 
 use crate::source::Dialect;
 
@@ -72,6 +74,13 @@ pub struct Lexer<'a> {
     brackets: bool,
     /// Recognise psql meta-commands and variables (top level of a `.sql` script only).
     psql: bool,
+    /// The top level of a `.sql` script: a quote or comment left open reads on from the next
+    /// line (PostgreSQL rejects the file; the rest is still worth reading).
+    script: bool,
+    /// The last quoted run reached the end of the input unclosed.
+    ran_out: bool,
+    /// The first construct left open at the end of the input: where it opens, and what it is.
+    pub unterminated: Option<(usize, &'static str)>,
 }
 
 impl<'a> Lexer<'a> {
@@ -88,6 +97,23 @@ impl<'a> Lexer<'a> {
             backticks: matches!(dialect, Dialect::Mysql | Dialect::Sqlite | Dialect::Unknown),
             brackets: matches!(dialect, Dialect::Mssql | Dialect::Sqlite),
             psql: psql && dialect == Dialect::Postgres,
+            script: psql,
+            ran_out: false,
+            unterminated: None,
+        }
+    }
+
+    /// After a quoted run or comment opened at `start`: if it ran to the end of the input, note
+    /// it, and in a script read on from the line after its opening.
+    fn closed_or_note(&mut self, start: usize, what: &'static str) {
+        if !std::mem::take(&mut self.ran_out) {
+            return;
+        }
+        self.unterminated.get_or_insert((start, what));
+        if self.script {
+            self.pos = self.src[start..]
+                .find('\n')
+                .map_or(self.b.len(), |i| start + i);
         }
     }
 
@@ -148,6 +174,7 @@ impl<'a> Lexer<'a> {
             }
         }
         self.pos = self.b.len();
+        self.ran_out = true;
     }
 
     /// `$tag$` at the current position, if any: returns the tag length including both `$`.
@@ -200,6 +227,7 @@ impl Iterator for Lexer<'_> {
             }
             b'/' if next == b'*' => {
                 let mut depth = 0usize;
+                self.ran_out = true;
                 while self.pos < self.b.len() {
                     if self.b[self.pos] == b'/' && self.peek(1) == b'*' {
                         depth += 1;
@@ -208,6 +236,7 @@ impl Iterator for Lexer<'_> {
                         depth -= 1;
                         self.pos += 2;
                         if depth == 0 || self.mysql {
+                            self.ran_out = false;
                             break;
                         }
                     } else {
@@ -215,10 +244,12 @@ impl Iterator for Lexer<'_> {
                     }
                 }
                 self.pos = self.pos.min(self.b.len());
+                self.closed_or_note(start, "block comment");
                 self.tok(Kind::Comment, start)
             }
             b'\'' => {
                 self.quoted(b'\'', self.mysql);
+                self.closed_or_note(start, "string");
                 self.tok(Kind::String, start)
             }
             b'"' => {
@@ -228,29 +259,35 @@ impl Iterator for Lexer<'_> {
                 } else {
                     Kind::QuotedIdent
                 };
+                self.closed_or_note(start, "quoted name");
                 self.tok(kind, start)
             }
             b'`' if self.backticks => {
                 self.quoted(b'`', false);
+                self.closed_or_note(start, "quoted name");
                 self.tok(Kind::QuotedIdent, start)
             }
             b'[' if self.brackets && is_ident_start(next) => {
                 self.quoted(b']', false);
+                self.closed_or_note(start, "quoted name");
                 self.tok(Kind::QuotedIdent, start)
             }
             b'e' | b'E' if next == b'\'' => {
                 self.pos += 1;
                 self.quoted(b'\'', true);
+                self.closed_or_note(start, "string");
                 self.tok(Kind::String, start)
             }
             b'b' | b'B' | b'x' | b'X' | b'n' | b'N' if next == b'\'' => {
                 self.pos += 1;
                 self.quoted(b'\'', self.mysql);
+                self.closed_or_note(start, "string");
                 self.tok(Kind::String, start)
             }
             b'u' | b'U' if next == b'&' && self.peek(2) == b'\'' => {
                 self.pos += 2;
                 self.quoted(b'\'', false);
+                self.closed_or_note(start, "string");
                 self.tok(Kind::String, start)
             }
             b'$' if next.is_ascii_digit() => {
@@ -265,8 +302,12 @@ impl Iterator for Lexer<'_> {
                 let tag = &self.src[start..start + n];
                 self.pos = match self.src[start + n..].find(tag) {
                     Some(i) => start + n + i + n,
-                    None => self.b.len(),
+                    None => {
+                        self.ran_out = true;
+                        self.b.len()
+                    }
                 };
+                self.closed_or_note(start, "dollar-quoted string");
                 self.tok(Kind::String, start)
             }
             b'\\' if self.psql => {
@@ -285,6 +326,7 @@ impl Iterator for Lexer<'_> {
                 if self.psql && (next == b'\'' || next == b'"') {
                     self.pos += 1;
                     self.quoted(next, false);
+                    self.closed_or_note(start, "psql variable");
                     return self.tok(Kind::PsqlVar, start);
                 }
                 if is_ident_start(next) {

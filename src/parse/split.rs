@@ -96,7 +96,15 @@ pub fn split(src: &str, dialect: Dialect, psql: bool) -> Split {
 
 /// [`split`], handing each statement to `each` as soon as it is cut: a large file's tokens are
 /// never all held at once.
-pub fn split_each(src: &str, dialect: Dialect, psql: bool, each: impl FnMut(RawStatement)) {
+///
+/// Returns the first quote or comment left open at the end of `src` (where it opens, and what
+/// it is). At the top level of a script (`psql`) the text is read on from the line after it.
+pub fn split_each(
+    src: &str,
+    dialect: Dialect,
+    psql: bool,
+    each: impl FnMut(RawStatement),
+) -> Option<(usize, &'static str)> {
     let mut lx = Lexer::new(src, dialect, psql);
     let mut b = Builder {
         src,
@@ -111,6 +119,17 @@ pub fn split_each(src: &str, dialect: Dialect, psql: bool, each: impl FnMut(RawS
     // does not end the statement.
     let mut parens = 0usize;
     while let Some(t) = lx.next() {
+        // A quote or comment left open ends its statement where its line does: what follows is
+        // read as statements of its own.
+        if psql && lx.unterminated.is_some_and(|(at, _)| at == t.start) {
+            if t.kind != Kind::Comment {
+                b.tokens.push(t);
+            }
+            b.finish(false);
+            b.message += 1;
+            (atomic, parens) = (0, 0);
+            continue;
+        }
         match t.kind {
             // goose sends what a `StatementBegin` .. `StatementEnd` pair encloses as one
             // statement, `;` or not, and its `Up`/`Down` sections apart.
@@ -167,6 +186,7 @@ pub fn split_each(src: &str, dialect: Dialect, psql: bool, each: impl FnMut(RawS
         }
     }
     b.finish(false);
+    lx.unterminated
 }
 
 /// `-- +goose StatementEnd`, `-- +goose Up`, `-- +goose Down`: where goose ends a statement.
