@@ -99,19 +99,75 @@ impl From<String> for Malformed {
     }
 }
 
+/// `Name: value`, the name a token of letters, digits and `-`.
+fn is_header(line: &str) -> bool {
+    line.split_once(':').is_some_and(|(name, _)| {
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    })
+}
+
+/// Longest header line read; the rest of a longer one is skipped unread into memory.
+const MAX_HEADER: u64 = 8 * 1024;
+
+/// The next header line (with its line break), `None` at the end of input. A line that is not
+/// UTF-8 or longer than [`MAX_HEADER`] is consumed and given as an error.
+fn read_header_line(
+    r: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<Result<String, String>>> {
+    line.clear();
+    let mut limited = std::io::Read::take(&mut *r, MAX_HEADER);
+    let n = std::io::BufRead::read_until(&mut limited, b'\n', line)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if line.last() != Some(&b'\n') && n as u64 == MAX_HEADER {
+        // Skip the rest of the line without keeping it.
+        loop {
+            let buf = r.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    r.consume(i + 1);
+                    break;
+                }
+                None => {
+                    let all = buf.len();
+                    r.consume(all);
+                }
+            }
+        }
+        return Ok(Some(Err(format!(
+            "a header line longer than {MAX_HEADER} bytes"
+        ))));
+    }
+    Ok(Some(match std::str::from_utf8(line) {
+        Ok(text) => Ok(text.to_string()),
+        Err(_) => Err(format!(
+            "a header line that is not UTF-8: `{}`",
+            String::from_utf8_lossy(line).trim_end()
+        )),
+    }))
+}
+
 /// One message of the base protocol: `None` at the end of input, `Some(Err(..))` for one that
 /// cannot be used (its bytes are consumed, so the next one is read whole).
 pub fn read_message(
     r: &mut impl std::io::BufRead,
 ) -> std::io::Result<Option<Result<Message, Malformed>>> {
     let mut length: Option<Result<usize, String>> = None;
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
+        let Some(header) = read_header_line(r, &mut line)? else {
             return Ok(None);
-        }
-        let header = line.trim_end_matches(['\r', '\n']);
+        };
+        let header = match header {
+            Ok(h) => h,
+            Err(why) => return Ok(Some(Err(why.into()))),
+        };
+        let header = header.trim_end_matches(['\r', '\n']);
         if header.is_empty() {
             if length.is_some() {
                 break;
@@ -119,16 +175,25 @@ pub fn read_message(
             // Blank lines between messages: skip them.
             continue;
         }
-        match header.split_once(':') {
-            Some((name, value)) if name.eq_ignore_ascii_case("content-length") => {
-                length = Some(match value.trim().parse::<usize>() {
+        // A `Content-Length` anywhere in the line: after a message whose length was wrong, the
+        // rest of its body (or of the header it cut into) comes first, and the stream is in step
+        // again from the next message.
+        let lower = header.to_ascii_lowercase();
+        match lower.rfind("content-length:") {
+            Some(at) => {
+                let value = header[at + "content-length:".len()..].trim();
+                length = Some(match value.parse::<usize>() {
                     Ok(n) if n <= MAX_MESSAGE => Ok(n),
                     Ok(n) => Err(format!("Content-Length {n} is larger than {MAX_MESSAGE}")),
-                    Err(_) => Err(format!("bad Content-Length `{}`", value.trim())),
+                    Err(_) => Err(format!("bad Content-Length `{value}`")),
                 });
             }
-            Some(_) => {}
-            None => return Ok(Some(Err(format!("malformed header `{header}`").into()))),
+            // Another header (`Content-Type`): nothing to read in it.
+            None if is_header(header) => {}
+            None => {
+                let shown: String = header.chars().take(80).collect();
+                eprintln!("txlint lsp: skipped a malformed header: `{shown}`");
+            }
         }
     }
     let n = match length {
@@ -602,5 +667,57 @@ mod tests {
             Some(PathBuf::from("/a b/c.sql"))
         );
         assert_eq!(path_of("untitled:1"), None);
+    }
+
+    fn framed(body: &str, delta: isize) -> Vec<u8> {
+        let n = body.len() as isize + delta;
+        format!("Content-Length: {n}\r\n\r\n{body}").into_bytes()
+    }
+
+    fn note(method: &str) -> String {
+        format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":null}}"#)
+    }
+
+    /// What the stream gives: the methods of the messages read whole, `!` for each skipped.
+    fn read_all(bytes: Vec<u8>) -> Vec<String> {
+        let mut r = std::io::BufReader::new(&bytes[..]);
+        let mut out = Vec::new();
+        while let Ok(Some(m)) = read_message(&mut r) {
+            out.push(match m {
+                Ok(Message::Notification(n)) => n.method,
+                Ok(_) => "?".to_string(),
+                Err(_) => "!".to_string(),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn a_bad_header_byte_skips_one_message_not_the_session() {
+        let mut bytes = b"Content-Length: 5\xff\r\n\r\n{}{}{".to_vec();
+        bytes.extend(framed(&note("b"), 0));
+        assert_eq!(read_all(bytes), ["!", "b"]);
+    }
+
+    #[test]
+    fn a_wrong_content_length_loses_at_most_the_next_message() {
+        // Three bytes short: the rest of the body comes before the next header.
+        let mut short = framed(&note("a"), -3);
+        short.extend(framed(&note("b"), 0));
+        short.extend(framed(&note("c"), 0));
+        assert_eq!(read_all(short), ["!", "b", "c"]);
+        // Three bytes long: the body takes the start of the next header, whose message is lost.
+        let mut long = framed(&note("a"), 3);
+        long.extend(framed(&note("b"), 0));
+        long.extend(framed(&note("c"), 0));
+        long.extend(framed(&note("d"), 0));
+        assert_eq!(read_all(long), ["!", "c", "d"]);
+    }
+
+    #[test]
+    fn a_header_line_longer_than_the_limit_is_skipped_unkept() {
+        let mut bytes = format!("X-Padding: {}\r\n", "p".repeat(100_000)).into_bytes();
+        bytes.extend(framed(&note("b"), 0));
+        assert_eq!(read_all(bytes), ["!", "b"]);
     }
 }
