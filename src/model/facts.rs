@@ -229,6 +229,21 @@ pub struct RowLock {
     pub ordered: bool,
 }
 
+impl RowLock {
+    /// Excludes other lockers and writers of the row (`FOR UPDATE`, `FOR NO KEY UPDATE`).
+    pub fn exclusive(&self) -> bool {
+        matches!(
+            self.strength,
+            RowLockStrength::Update | RowLockStrength::NoKeyUpdate
+        )
+    }
+
+    /// Exclusive, and waits for a row another session holds (no `NOWAIT`, no `SKIP LOCKED`).
+    pub fn waits_exclusive(&self) -> bool {
+        self.exclusive() && self.wait == LockWait::Block
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockScope {
     Session,

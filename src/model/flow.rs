@@ -223,34 +223,31 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
 }
 
 /// The transaction-scoped advisory locks `tx` takes before `seq`, with their statements.
-/// Every value of `inputs` was read through rows the transaction already holds among `before`,
-/// on every path: rows it locked (`FOR UPDATE`), updated or created, or rows read by values
+/// Every value of `inputs` was read through rows the transaction already holds, among the
+/// statements of `steps` before position `upto` (see [`Step::seq`]), on every path: rows it locked (`FOR UPDATE`), updated or created, or rows read by values
 /// read so (`UPDATE crates .. RETURNING id`, then the crate's versions by that id). Two runs
 /// reach rows named so only through the same held row, and the second waits there.
-pub fn from_held_rows(before: &[Step], inputs: &[&Input]) -> bool {
-    fn held(before: &[Step], seq: usize, depth: usize) -> bool {
-        let Some(s) = before.iter().find(|s| s.seq == seq) else {
+pub fn from_held_rows(steps: &[Step], upto: usize, inputs: &[&Input]) -> bool {
+    fn held(steps: &[Step], upto: usize, seq: usize, depth: usize) -> bool {
+        let Some(s) = steps.iter().find(|s| s.seq == seq && seq < upto) else {
             return false;
         };
         let f = &s.facts;
         let locks = matches!(f.kind, StmtKind::Update | StmtKind::Insert)
-            || f.row_locks.iter().any(|l| {
-                l.wait == LockWait::Block
-                    && matches!(
-                        l.strength,
-                        RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                    )
-            });
+            || f.row_locks.iter().any(RowLock::waits_exclusive);
         let inputs: Vec<&Input> = s.host().inputs.iter().collect();
-        locks || (depth < 4 && f.kind == StmtKind::Select && all_held(before, &inputs, depth + 1))
+        locks
+            || (depth < 4
+                && f.kind == StmtKind::Select
+                && all_held(steps, upto, &inputs, depth + 1))
     }
-    fn all_held(before: &[Step], inputs: &[&Input], depth: usize) -> bool {
+    fn all_held(steps: &[Step], upto: usize, inputs: &[&Input], depth: usize) -> bool {
         !inputs.is_empty()
             && inputs
                 .iter()
-                .all(|i| !i.from.is_empty() && i.from.iter().all(|&q| held(before, q, depth)))
+                .all(|i| !i.from.is_empty() && i.from.iter().all(|&q| held(steps, upto, q, depth)))
     }
-    all_held(before, inputs, 0)
+    all_held(steps, upto, inputs, 0)
 }
 
 /// Session advisory locks the unit holds from before `from` until `to` (taken on any of its

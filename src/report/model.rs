@@ -114,24 +114,7 @@ pub fn render(run: &Run) -> String {
                 if let Some(sql) = run.program.generated.get(&step.span) {
                     let _ = writeln!(out, "      as SQL: {sql}");
                 }
-                for i in &step.host().inputs {
-                    let from: Vec<String> = i
-                        .from
-                        .iter()
-                        .filter_map(|&q| {
-                            unit.transactions
-                                .iter()
-                                .flat_map(|t| &t.steps)
-                                .find(|s| s.seq == q)
-                        })
-                        .map(|s| at(s.span))
-                        .collect();
-                    let from = match from.is_empty() {
-                        true => String::new(),
-                        false => format!(" (from {})", from.join(", ")),
-                    };
-                    let _ = writeln!(out, "      binds ${} = {}{from}", i.param, i.text);
-                }
+                binds(&mut out, unit, step, &at);
             }
         }
     }
@@ -180,6 +163,29 @@ pub fn render(run: &Run) -> String {
 
 /// A helper's summary: the handles it gets or takes, what it runs through each, the locks it
 /// still holds on return, and what it gives back.
+/// What host code binds to each parameter of `step`, and the statements of `unit` the value
+/// was computed from.
+fn binds(out: &mut String, unit: &Unit, step: &Step, at: &dyn Fn(crate::source::Span) -> String) {
+    for i in &step.host().inputs {
+        let from: Vec<String> = i
+            .from
+            .iter()
+            .filter_map(|&q| {
+                unit.transactions
+                    .iter()
+                    .flat_map(|t| &t.steps)
+                    .find(|s| s.seq == q)
+            })
+            .map(|s| at(s.span))
+            .collect();
+        let from = match from.is_empty() {
+            true => String::new(),
+            false => format!(" (from {})", from.join(", ")),
+        };
+        let _ = writeln!(out, "      binds ${} = {}{from}", i.param, i.text);
+    }
+}
+
 fn helper(out: &mut String, summary: &Summary, at: &dyn Fn(crate::source::Span) -> String) {
     let unit = &summary.unit;
     let mut callers: Vec<String> = summary.callers.iter().take(3).map(|&c| at(c)).collect();

@@ -529,12 +529,7 @@ fn transition<'s>(flow: &Flow, r: &'s Step, wi: usize, table: &str) -> Option<Tr
         .any(|o| flow.flows_from(o, r, wi));
     let relocked = txn.steps.iter().any(|g| {
         (r.seq + 1..w.seq).contains(&g.seq)
-            && g.facts.row_locks.iter().any(|l| {
-                matches!(
-                    l.strength,
-                    RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                )
-            })
+            && g.facts.row_locks.iter().any(RowLock::exclusive)
             && g.facts.reads.iter().any(|t| t.name == table)
             && same_key(g, w)
     });
@@ -600,12 +595,8 @@ fn guards(g: &Step, r: &Step) -> bool {
             .reads
             .iter()
             .any(|t| r.facts.reads.iter().any(|x| x.name == t.name));
-    let exclusive = gf.row_locks.iter().any(|l| {
-        matches!(
-            l.strength,
-            RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-        ) && l.wait == LockWait::Block
-    }) || matches!(gf.kind, StmtKind::Update | StmtKind::Delete);
+    let exclusive = gf.row_locks.iter().any(RowLock::waits_exclusive)
+        || matches!(gf.kind, StmtKind::Update | StmtKind::Delete);
     let checked: Vec<String> = r
         .facts
         .filters
@@ -624,7 +615,6 @@ fn guards(g: &Step, r: &Step) -> bool {
 /// it updated, then the count of that crate's versions by the id the update returned): two
 /// runs on one parent wait there, and the second reads after the first committed.
 fn keyed_by_held_row(tx: &Transaction, r: &Step) -> bool {
-    let before: Vec<Step> = tx.steps.iter().filter(|s| s.seq < r.seq).cloned().collect();
     let f = &r.facts;
     // Constants pin nothing that varies; a variable is not followed.
     if f.filters
@@ -646,7 +636,7 @@ fn keyed_by_held_row(tx: &Transaction, r: &Step) -> bool {
         .collect();
     !params.is_empty()
         && params.iter().all(|p| keys.iter().any(|i| i.param == *p))
-        && from_held_rows(&before, &keys)
+        && from_held_rows(&tx.steps, r.seq, &keys)
 }
 
 /// The insert writes the key the read checked (`WHERE email = $1`, then `INSERT .. (email)

@@ -73,13 +73,8 @@ fn guarded(before: &[Step], step: &Step) -> bool {
         if !step.branch.starts_with(&g.branch) {
             return false;
         }
-        let exclusive = f.row_locks.iter().any(|l| {
-            l.wait == LockWait::Block
-                && matches!(
-                    l.strength,
-                    RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                )
-        }) || f.kind == StmtKind::Update;
+        let exclusive =
+            f.row_locks.iter().any(RowLock::waits_exclusive) || f.kind == StmtKind::Update;
         let keyed = !f.filters.is_empty()
             && f.filters.iter().all(|p| {
                 (p.value.params.is_empty() && p.value.idents.is_empty())
@@ -198,7 +193,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnos
             .iter()
             .filter(|i| in_key(i.param) && of_loop(&i.text))
             .collect();
-        if from_held_rows(&outside, &keys) {
+        if from_held_rows(&outside, step.seq, &keys) {
             return None;
         }
         let keyed = !keys.is_empty()
@@ -447,7 +442,6 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
     }
 }
 
-/// One column of the key a statement locks its row by.
 /// Before `step`, on every path to it, a lock every run of this code takes first whatever its
 /// inputs: a transaction-scoped advisory lock on a constant key, `LOCK TABLE` in a mode that
 /// conflicts with itself, `ALTER TABLE`, or an exclusive row lock keyed by constants. A run
@@ -470,13 +464,8 @@ fn serialised(tx: &Transaction, step: &Step) -> bool {
                     )
                 })
                 || f.extra().ddl.as_ref().is_some_and(|d| d.alters)
-                || (f.row_locks.iter().any(|l| {
-                    l.wait == LockWait::Block
-                        && matches!(
-                            l.strength,
-                            RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                        )
-                }) && !f.filters.is_empty()
+                || (f.row_locks.iter().any(RowLock::waits_exclusive)
+                    && !f.filters.is_empty()
                     && f.filters.iter().all(|p| constant(&p.value)))
         })
 }
@@ -545,11 +534,7 @@ fn read_from(tx: &Transaction, step: &Step, other: &[KeyPart]) -> bool {
                     .all(|&q| by_seq(q).is_some_and(keyed_by_other))
         } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
             inputs += 1;
-            let var = &p.value.idents[0];
-            tx.steps
-                .iter()
-                .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var))
-                .is_some_and(keyed_by_other)
+            assigned_before(tx, step, &p.value.idents[0]).is_some_and(keyed_by_other)
         } else {
             true
         }
@@ -557,6 +542,14 @@ fn read_from(tx: &Transaction, step: &Step, other: &[KeyPart]) -> bool {
     all && inputs > 0
 }
 
+/// The last statement before `step` that assigns the PL/pgSQL variable `var`.
+fn assigned_before<'t>(tx: &'t Transaction, step: &Step, var: &Name) -> Option<&'t Step> {
+    tx.steps
+        .iter()
+        .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var))
+}
+
+/// One column of the key a statement locks its row by.
 struct KeyPart {
     column: String,
     /// The value, comparable across statements.
@@ -598,10 +591,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
             let var = &p.value.idents[0];
             input = true;
             // A PL/pgSQL variable assigned from `LEAST(..)`/`GREATEST(..)` is in key order.
-            let assigned = tx
-                .steps
-                .iter()
-                .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var));
+            let assigned = assigned_before(tx, step, var);
             let ordered = orders || assigned.is_some_and(|s| s.facts.orders);
             KeyPart {
                 column: p.column.to_string(),

@@ -64,12 +64,7 @@ fn write(
             continue;
         }
         let same_tx = r.tx == w.tx;
-        let locked = rf.row_locks.iter().any(|l| {
-            matches!(
-                l.strength,
-                RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-            )
-        });
+        let locked = rf.row_locks.iter().any(RowLock::exclusive);
         // The row is locked from the read to the write; or the database refuses the stale write;
         // or a session lock the unit holds from before the read until the write serialises runs.
         if same_tx && (locked || w.txn.isolation >= Isolation::RepeatableRead)

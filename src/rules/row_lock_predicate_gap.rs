@@ -53,13 +53,7 @@ fn guard_before(l: &At) -> bool {
     l.txn.steps.iter().any(|g| {
         g.seq < l.step.seq
             && l.step.branch.starts_with(&g.branch)
-            && g.facts.row_locks.iter().any(|r| {
-                r.wait == LockWait::Block
-                    && matches!(
-                        r.strength,
-                        RowLockStrength::Update | RowLockStrength::NoKeyUpdate
-                    )
-            })
+            && g.facts.row_locks.iter().any(RowLock::waits_exclusive)
             && l.step.host().inputs.iter().any(|i| i.from.contains(&g.seq))
     })
 }

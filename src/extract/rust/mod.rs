@@ -1332,11 +1332,10 @@ struct Walker<'a, 'w> {
     message: usize,
     branch: Vec<usize>,
     next_branch: usize,
-    exits: Vec<Exit>,
-    /// For each of `exits`: `None` when it leaves the function walked, or the frame it only
-    /// leaves (see `frames`): a `return Ok(..)` in a helper, a `?` in a helper or an `async`
-    /// block whose result the code around it handles.
-    exit_frames: Vec<Option<usize>>,
+    /// Each exit with the frame it only leaves (see `frames`), `None` when it leaves the
+    /// function walked: a `return Ok(..)` in a helper, a `?` in a helper or an `async` block
+    /// whose result the code around it handles, leave only those.
+    exits: Vec<(Exit, Option<usize>)>,
     /// How many helper bodies and `async` blocks the walk is inside.
     frames: usize,
     /// The `async` block about to be walked is awaited with `?` (`async { .. }.await?`).

@@ -29,7 +29,6 @@ impl<'a, 'w> Walker<'a, 'w> {
             branch: Vec::new(),
             next_branch: 0,
             exits: Vec::new(),
-            exit_frames: Vec::new(),
             frames: 0,
             async_tried: false,
             conditions: Vec::new(),
@@ -88,9 +87,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         unit.exits = self
             .exits
             .into_iter()
-            .zip(self.exit_frames)
-            .filter(|(_, frame)| frame.is_none())
-            .map(|(e, _)| e)
+            .filter_map(|(e, frame)| frame.is_none().then_some(e))
             .collect();
         unit.conditions = self.conditions;
         unit.loops = self.loops;
@@ -321,6 +318,9 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// Names bound in a loop's body from a value computed from the loop's variables
     /// (`let row = map.get(&id)` in `for id in ids`) change with every iteration like them.
     fn derive_loop_vars(&mut self, pat: &syn::Pat, init: &syn::Expr) {
+        if self.open_loops.is_empty() {
+            return;
+        }
         let used = used_names(init);
         for &i in self.open_loops.iter() {
             let Some(lp) = self.loops.get_mut(i) else {
@@ -497,14 +497,11 @@ impl<'a, 'w> Walker<'a, 'w> {
         // path only.
         // A helper's own return leaves the helper's arms, not its caller's.
         let depth = self.frames;
-        let leaves = self.exits[exits..]
-            .iter()
-            .zip(&self.exit_frames[exits..])
-            .any(|(e, frame)| {
-                e.kind == ExitKind::Return
-                    && e.branch.last() == Some(&arm)
-                    && frame.is_none_or(|d| d == depth)
-            });
+        let leaves = self.exits[exits..].iter().any(|(e, frame)| {
+            e.kind == ExitKind::Return
+                && e.branch.last() == Some(&arm)
+                && frame.is_none_or(|d| d == depth)
+        });
         if leaves {
             for (w, m) in self.walkers.iter_mut().zip(marks) {
                 w.reopen(m);
@@ -530,16 +527,16 @@ impl<'a, 'w> Walker<'a, 'w> {
         error: bool,
     ) {
         let frame = (self.frames > 0 && !(error && self.passes_on)).then_some(self.frames);
-        self.exit_frames.push(frame);
         let seq = self.next_seq();
         let span = self.span(node);
-        self.exits.push(Exit {
+        let exit = Exit {
             seq,
             span,
             owner,
             branch: self.branch.clone(),
             kind,
-        });
+        };
+        self.exits.push((exit, frame));
     }
 
     // ---- expressions ----
@@ -656,7 +653,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 // the rows of the arms, not the condition's.
                 match (then, other) {
                     (Value::Data(mut a), Value::Data(b)) => {
-                        a.extend(b.iter().copied());
+                        a.extend(b);
                         Value::Data(a)
                     }
                     _ => Value::None,
@@ -1072,7 +1069,6 @@ pub(super) fn orders(e: &syn::Expr) -> bool {
     swapped || f.0
 }
 
-/// The plain names an expression uses (`a`, `b` in `if a < b { (a, b) } else { (b, a) }`).
 /// `Ok(..)` or `Some(..)`: a value returned as success.
 fn is_ok_value(e: &syn::Expr) -> bool {
     match e {
@@ -1084,6 +1080,7 @@ fn is_ok_value(e: &syn::Expr) -> bool {
     }
 }
 
+/// The plain names an expression uses (`a`, `b` in `if a < b { (a, b) } else { (b, a) }`).
 fn used_names(e: &syn::Expr) -> Vec<String> {
     struct Names(Vec<String>);
     impl<'a> Visit<'a> for Names {
