@@ -391,6 +391,7 @@ impl Front {
                         owner: None,
                         branch: e.branch.clone(),
                         kind: ExitKind::Return,
+                        fails: e.fails,
                     })
                     .collect();
                 unit.choices = parsed.choices;

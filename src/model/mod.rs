@@ -301,6 +301,9 @@ pub struct Exit {
     /// Branch arms enclosing the exit (see [`Step::branch`]).
     pub branch: Vec<usize>,
     pub kind: ExitKind,
+    /// It leaves with an error: `return Err(..)`, `bail!`, `.ok_or(..)?`, `RAISE EXCEPTION`
+    /// (and every [`ExitKind::Propagate`]).
+    pub fails: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

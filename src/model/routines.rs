@@ -584,6 +584,7 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>) {
                     owner: None,
                     branch,
                     kind: ExitKind::Return,
+                    fails: false,
                 });
                 arm += 1;
             }

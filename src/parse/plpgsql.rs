@@ -33,6 +33,8 @@ pub struct PlExit {
     pub branch: Vec<usize>,
     /// Byte range of the keyword in the body.
     pub range: std::ops::Range<usize>,
+    /// `RAISE`: it leaves with an error.
+    pub fails: bool,
 }
 
 /// `BEGIN .. EXCEPTION WHEN .. THEN .. END`: a block that catches errors runs as a savepoint.
@@ -271,13 +273,14 @@ impl Reader<'_> {
         self.out.choices.len() - 1
     }
 
-    fn exit(&mut self, at: usize) {
+    fn exit(&mut self, at: usize, fails: bool) {
         self.seq += 1;
         let range = self.t[at].start..self.t[at].end;
         self.out.exits.push(PlExit {
             seq: self.seq,
             branch: self.branch(),
             range,
+            fails,
         });
     }
 
@@ -475,7 +478,7 @@ impl Reader<'_> {
                     }
                 } else if !self.is(i + 1, "next") {
                     self.emit(i + 1, end, "SELECT ", None, Vec::new());
-                    self.exit(i);
+                    self.exit(i, false);
                 }
             }
             Some("raise") => {
@@ -486,7 +489,7 @@ impl Reader<'_> {
                     level.as_str(),
                     "notice" | "warning" | "info" | "log" | "debug"
                 ) {
-                    self.exit(i);
+                    self.exit(i, true);
                 }
             }
             Some(

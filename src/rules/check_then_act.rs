@@ -400,6 +400,13 @@ fn finding(
         .collect();
     if let Some(key) = cx.program.schema.unique_within(table, &decided) {
         return match (report, wf.kind) {
+            // The code answers "it exists" with an error already: the loser's unique
+            // violation is the same answer.
+            (Report::Refusals, StmtKind::Insert)
+                if fails_when_found(unit, taken, r.step, w.step) =>
+            {
+                None
+            }
             (Report::Refusals, StmtKind::Insert) => {
                 refused::decided(cx, unit, r.step, w.step, &what(r.step), &key)
             }
@@ -784,6 +791,16 @@ fn accumulates(w: &Step) -> bool {
 fn returned_on(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -> bool {
     unit.exits_between(r.seq, w.seq)
         .any(|e| e.kind == ExitKind::Return && taken_on(taken, r, &e.branch))
+}
+
+/// Every early return taken on `r` between it and `w` leaves with an error (`if found {
+/// return Err(AlreadyExists) }`, `RAISE EXCEPTION`), and `w` is not in an arm taken on `r`.
+fn fails_when_found(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -> bool {
+    let mut exits = unit
+        .exits_between(r.seq, w.seq)
+        .filter(|e| e.kind == ExitKind::Return && taken_on(taken, r, &e.branch))
+        .peekable();
+    !taken_on(taken, r, &w.branch) && exits.peek().is_some() && exits.all(|e| e.fails)
 }
 
 /// An existence check followed by an `UPDATE`/`DELETE` whose `WHERE` repeats every condition the

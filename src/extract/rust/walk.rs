@@ -241,7 +241,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                             let failed = pattern_is(&local.pat, "Ok");
                             self.in_arm(None, &from, failed, |w| {
                                 w.expr(diverge);
-                                w.exit(diverge, None, ExitKind::Return);
+                                w.exit_as(diverge, None, ExitKind::Return, true, false);
                             });
                         }
                         self.derive_loop_vars(&local.pat, &init.expr);
@@ -512,19 +512,22 @@ impl<'a, 'w> Walker<'a, 'w> {
         r
     }
 
+    /// An exit that leaves with an error (`?`, `bail!`, `.ok_or(..)?`).
     pub(super) fn exit(&mut self, node: &impl Spanned, owner: Option<usize>, kind: ExitKind) {
-        self.exit_as(node, owner, kind, true);
+        self.exit_as(node, owner, kind, true, true);
     }
 
-    /// An exit; `error` when it leaves with an error (`?`, `return Err(..)`, `bail!`), which
-    /// a helper's caller passes on when it calls the helper with `?`. Any other return of a
-    /// helper, and an error its caller handles, leaves only the helper.
+    /// An exit; `error` when it may leave with an error (`?`, `return Err(..)`, `bail!`, a
+    /// `return` of something not `Ok`), which a helper's caller passes on when it calls the
+    /// helper with `?`. Any other return of a helper, and an error its caller handles, leaves
+    /// only the helper. `fails` when it surely leaves with an error.
     pub(super) fn exit_as(
         &mut self,
         node: &impl Spanned,
         owner: Option<usize>,
         kind: ExitKind,
         error: bool,
+        fails: bool,
     ) {
         let frame = (self.frames > 0 && !(error && self.passes_on)).then_some(self.frames);
         let seq = self.next_seq();
@@ -535,6 +538,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             owner,
             branch: self.branch.clone(),
             kind,
+            fails,
         };
         self.exits.push((exit, frame));
     }
@@ -612,7 +616,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                     }
                 }
                 let error = !r.expr.as_deref().is_some_and(is_ok_value);
-                self.exit_as(&r.return_token, None, ExitKind::Return, error);
+                let fails = r.expr.as_deref().is_some_and(is_err_value);
+                self.exit_as(&r.return_token, None, ExitKind::Return, error, fails);
                 Value::None
             }
             E::Binary(b) => {
@@ -1070,6 +1075,16 @@ pub(super) fn orders(e: &syn::Expr) -> bool {
 }
 
 /// `Ok(..)` or `Some(..)`: a value returned as success.
+/// `Err(..)`, `Err(..).into()`, `Err(e.into())`: a value that is an error.
+fn is_err_value(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Call(c) => matches!(&*c.func, syn::Expr::Path(p) if p.path.is_ident("Err")),
+        syn::Expr::Paren(p) => is_err_value(&p.expr),
+        syn::Expr::MethodCall(m) if m.method == "into" => is_err_value(&m.receiver),
+        _ => false,
+    }
+}
+
 fn is_ok_value(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Call(c) => {
