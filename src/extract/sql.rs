@@ -123,6 +123,7 @@ pub fn extract(
         id: 0,
         kind: Executor::Session,
         acquired: None,
+        inherited: false,
     }];
     x.out.units.insert(0, unit);
     x.out

@@ -287,6 +287,10 @@ pub struct Session {
     /// Where this unit takes the session from its pool or opens it; `None` when the unit got it
     /// from its caller.
     pub acquired: Option<Span>,
+    /// Handed in by the caller as a type the driver's transactions are too (`&mut
+    /// PgConnection` that `&mut *tx` gives, diesel's `conn.transaction(|conn| ..)`): a
+    /// transaction the caller opened may be open on it.
+    pub inherited: bool,
 }
 
 /// A place where host code may leave the function early.

@@ -100,6 +100,9 @@ fn autocommit(unit: &Unit, tx: &Transaction, out: &mut Vec<Diagnostic>) {
         return;
     }
     for (i, step) in tx.steps.iter().enumerate() {
+        if from_caller(unit, step) {
+            continue;
+        }
         let f = &step.facts;
         // The statement does its work itself (a data-modifying CTE, an UPDATE with a locking
         // subquery): the lock lasts exactly as long as that work.
@@ -163,6 +166,17 @@ fn autocommit(unit: &Unit, tx: &Transaction, out: &mut Vec<Diagnostic>) {
             );
         }
     }
+}
+
+/// Host code runs `step` on a connection its caller handed it as a type the driver's
+/// transactions are too (`&mut PgConnection`, a diesel connection in a field of `self`):
+/// whether a transaction is open on it is the caller's to say. Callers that are seen walk the
+/// function in place and are judged there; a function no seen caller reaches (called through
+/// a trait, or in a closure of the project's own transaction wrapper) is not judged alone.
+fn from_caller(unit: &Unit, step: &Step) -> bool {
+    step.session
+        .and_then(|s| unit.sessions.get(s))
+        .is_some_and(|s| s.inherited)
 }
 
 fn outside(executor: Executor) -> &'static str {

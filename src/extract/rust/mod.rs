@@ -820,7 +820,8 @@ struct Index<'a> {
     /// Indices into `consts` by name.
     const_names: HashMap<String, Vec<usize>>,
     /// Struct fields that hold handles: their kind and the database they talk to.
-    fields: HashMap<String, (Executor, Option<Dialect>)>,
+    /// Handle fields by name: kind, database, and whether transactions are of the type too.
+    fields: HashMap<String, (Executor, Option<Dialect>, bool)>,
     /// Structs with a field that holds a handle (see [`Value::Object`]), with that handle's
     /// kind and database.
     handle_structs: HashMap<String, (Executor, Option<Dialect>)>,
@@ -977,7 +978,10 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             && let Some(kind) = types::of_type(&f.ty, &self.ix.config.rust)
         {
             let dialect = types::dialect_of_type(&f.ty);
-            self.ix.fields.insert(name.to_string(), (kind, dialect));
+            let shares = types::shares_transactions(&f.ty);
+            self.ix
+                .fields
+                .insert(name.to_string(), (kind, dialect, shares));
         }
     }
 }

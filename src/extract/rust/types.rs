@@ -108,6 +108,25 @@ pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Exe
     })
 }
 
+/// A connection type that the driver's transactions are too: sqlx's `&mut *tx` is a `&mut
+/// PgConnection`, diesel hands `conn.transaction(|conn| ..)` its connection type. A function
+/// given one cannot tell whether its caller opened a transaction on it. (A tokio-postgres
+/// `Client` is not one: its transactions are a type of their own.)
+pub fn shares_transactions(ty: &syn::Type) -> bool {
+    type_name(ty).is_some_and(|n| {
+        matches!(
+            n.as_str(),
+            "PgConnection"
+                | "MySqlConnection"
+                | "SqliteConnection"
+                | "MysqlConnection"
+                | "AnyConnection"
+                | "AsyncPgConnection"
+                | "AsyncMysqlConnection"
+        )
+    })
+}
+
 /// The database a handle type talks to (`SqlitePool`, `Pool<Sqlite>`, `&mut Transaction<'_,
 /// MySql>`, `rusqlite::Connection`, `impl Executor<'_, Database = Sqlite>`).
 pub fn dialect_of_type(ty: &syn::Type) -> Option<Dialect> {

@@ -113,7 +113,17 @@ impl<'a, 'w> Walker<'a, 'w> {
         let (kind, dialect) = self.ix.handle_type(ty)?;
         let mut h = self.handle_of_kind(kind);
         h.dialect = dialect;
+        if types::shares_transactions(ty) {
+            self.inherit(h);
+        }
         Some(h)
+    }
+
+    /// `h` came from the caller as a type its transactions are too (see [`Session::inherited`]).
+    fn inherit(&mut self, h: Handle) {
+        if let Some(s) = h.session.and_then(|s| self.sessions.get_mut(s)) {
+            s.inherited = true;
+        }
     }
 
     /// A handle of `kind` that this function does not know the origin of (a parameter, a field).
@@ -144,7 +154,12 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     pub(super) fn session(&mut self, kind: Executor, acquired: Option<Span>) -> usize {
         let id = self.sessions.len();
-        self.sessions.push(Session { id, kind, acquired });
+        self.sessions.push(Session {
+            id,
+            kind,
+            acquired,
+            inherited: false,
+        });
         id
     }
 
@@ -913,14 +928,17 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(h) = self.field_sessions.get(&name) {
             return Value::Handle(*h);
         }
-        let (kind, dialect) = match self.ix.fields.get(&name) {
-            Some(&(kind, dialect)) => (Some(kind), dialect),
-            None => (types::of_variable_name(&name), None),
+        let (kind, dialect, shares) = match self.ix.fields.get(&name) {
+            Some(&(kind, dialect, shares)) => (Some(kind), dialect, shares),
+            None => (types::of_variable_name(&name), None, false),
         };
         match kind {
             Some(kind) => {
                 let mut h = self.handle_of_kind(kind);
                 h.dialect = dialect;
+                if shares {
+                    self.inherit(h);
+                }
                 self.field_sessions.insert(name, h);
                 Value::Handle(h)
             }
