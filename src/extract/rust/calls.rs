@@ -24,8 +24,15 @@ impl<'a> Walker<'a, '_> {
                 Value::Handle(h) => h,
                 _ => self.handle_of_kind(Executor::Pool),
             };
-            let tx = self.begin(parent, at);
-            if let Some(isolation) = isolation {
+            // On a transaction it is a savepoint of that transaction: the closure's statements
+            // are the outer transaction's, under its locks.
+            let nested = parent.kind == Executor::Transaction;
+            let tx = if nested {
+                parent
+            } else {
+                self.begin(parent, at)
+            };
+            if let Some(isolation) = isolation.filter(|_| !nested) {
                 self.walkers[tx.walker].isolate(isolation);
             }
             let outer = self.vars.clone();
@@ -35,11 +42,17 @@ impl<'a> Walker<'a, '_> {
             // An error in the closure leaves through the call.
             let passed_on = self.passes_on;
             self.passes_on &= self.tried.contains(&at);
-            self.closure_body(&c.body);
+            let value = self.closure_body(&c.body);
             self.passes_on = passed_on;
-            self.walkers[tx.walker].end(None);
+            if !nested {
+                self.walkers[tx.walker].end(None);
+            }
             self.vars = outer;
-            return Value::None;
+            // What the closure gives back (`Ok(row)`) is what the call gives.
+            return match value {
+                Value::Data(_) => value,
+                _ => Value::None,
+            };
         }
         let receiver = self.expr(&m.receiver);
         let args = self.exprs(&m.args);
@@ -154,9 +167,14 @@ impl<'a> Walker<'a, '_> {
             // has a pool field; `pool.bump()` with `impl Counters for PgPool`), or a helper
             // method given a handle: walk it in place.
             _ => {
+                let given_handle = args.iter().any(|a| matches!(a, Value::Handle(_)));
                 let method = match &receiver {
                     Value::Object(owner) => self.ix.method(&name, owner),
                     Value::Handle(_) => self.ix.handle_method(&name),
+                    // `persist.create(conn)` on `let persist = NewCrate { .. }`.
+                    _ if given_handle => self
+                        .local_type(&m.receiver)
+                        .and_then(|t| self.ix.method(&name, &t)),
                     _ => None,
                 };
                 let given = self.passed(&args, m.args.iter());
@@ -166,9 +184,7 @@ impl<'a> Walker<'a, '_> {
                         let this = self.text_of(&m.receiver);
                         self.inline_fn(i, Some((receiver.clone(), this)), &given, &texts, at)
                     }
-                    None if args.iter().any(|a| matches!(a, Value::Handle(_))) => {
-                        self.inline(&name, &given, &texts, at)
-                    }
+                    None if given_handle => self.inline(&name, &given, &texts, at),
                     None => Value::None,
                 };
                 if let Value::Handle(_) = returned {
@@ -866,6 +882,7 @@ impl<'a> Walker<'a, '_> {
         }
         let saved_aliases = std::mem::replace(&mut self.aliases, aliases);
         let saved_vars = std::mem::take(&mut self.vars);
+        let saved_types = std::mem::take(&mut self.types);
         let saved_file = std::mem::replace(&mut self.file, f.file);
         let saved_ordered = std::mem::take(&mut self.ordered);
         self.stack.push(i);
@@ -881,6 +898,7 @@ impl<'a> Walker<'a, '_> {
         self.stack.pop();
         self.file = saved_file;
         self.vars = saved_vars;
+        self.types = saved_types;
         self.ordered = saved_ordered;
         self.aliases = saved_aliases;
         value

@@ -1374,6 +1374,9 @@ struct Walker<'a, 'w> {
     last_step: Option<usize>,
     /// Functions being walked (outermost first), against recursion.
     stack: Vec<usize>,
+    /// The types of local variables that the code names (`let persist = NewCrate { .. }`,
+    /// `let r: Repo = ..`): a method called on one is that type's.
+    types: HashMap<String, std::rc::Rc<str>>,
 }
 
 #[cfg(test)]

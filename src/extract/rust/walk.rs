@@ -47,6 +47,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             backends: HashMap::new(),
             last_step: None,
             stack: Vec::new(),
+            types: HashMap::new(),
         }
     }
 
@@ -117,6 +118,36 @@ impl<'a, 'w> Walker<'a, 'w> {
             self.inherit(h);
         }
         Some(h)
+    }
+
+    /// Remember the type a `let` gives a plain variable: a struct literal's (`let persist =
+    /// NewCrate { .. }`) or the annotation's; forget an older one of the name.
+    fn note_type(&mut self, pat: &syn::Pat, init: Option<&syn::Expr>) {
+        let (pat, annotated) = match pat {
+            syn::Pat::Type(t) => (&*t.pat, types::type_name(&t.ty)),
+            p => (p, None),
+        };
+        let syn::Pat::Ident(p) = pat else {
+            return;
+        };
+        let literal = match init {
+            Some(syn::Expr::Struct(s)) => s.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        match annotated.or(literal).filter(|t| t != "Self") {
+            Some(t) => self.types.insert(p.ident.to_string(), t.into()),
+            None => self.types.remove(&p.ident.to_string()),
+        };
+    }
+
+    /// The type of a local variable the code named (see [`Walker::types`]).
+    pub(super) fn local_type(&self, e: &syn::Expr) -> Option<std::rc::Rc<str>> {
+        match e {
+            syn::Expr::Reference(r) => self.local_type(&r.expr),
+            syn::Expr::Paren(p) => self.local_type(&p.expr),
+            syn::Expr::Path(p) => self.types.get(&p.path.get_ident()?.to_string()).cloned(),
+            _ => None,
+        }
     }
 
     /// `h` came from the caller as a type its transactions are too (see [`Session::inherited`]).
@@ -260,6 +291,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                             });
                         }
                         self.derive_loop_vars(&local.pat, &init.expr);
+                        self.note_type(&local.pat, Some(&init.expr));
                         if orders(&init.expr) {
                             let mut names = Vec::new();
                             collect_idents(&local.pat, &mut names);
@@ -685,19 +717,32 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let data = self.or_data(v, &m.expr);
                 let c = self.choice();
                 let scrutinee = path_name(&m.expr);
+                // `match found { Some(row) => row, None => new.insert(tx)? }`: the rows of the
+                // arms that give a value, when each gives one computed from the database.
+                let mut rows: Option<Flow> = Some(Flow::default());
                 for arm in &m.arms {
                     self.derive_loop_vars(&arm.pat, &m.expr);
                     let failed = pattern_is(&arm.pat, "Err");
                     let backend = scrutinee.clone().zip(backend_variant(&arm.pat));
-                    self.in_arm(Some(c), &from, failed, |w| {
+                    let v = self.in_arm(Some(c), &from, failed, |w| {
                         w.bind(&arm.pat, data.clone());
                         if let Some((_, g)) = &arm.guard {
                             w.expr(g);
                         }
-                        w.with_backend(backend, |w| w.expr(&arm.body));
+                        let v = w.with_backend(backend, |w| w.expr(&arm.body));
+                        w.or_data(v, &arm.body)
                     });
+                    rows = match (rows, v) {
+                        (Some(mut a), Value::Data(b)) => {
+                            a.extend(b);
+                            Some(a)
+                        }
+                        (rows, _) if diverges(&arm.body) => rows,
+                        _ => None,
+                    };
                 }
-                Value::None
+                rows.filter(|r| !r.is_empty())
+                    .map_or(Value::None, Value::Data)
             }
             E::ForLoop(f) => {
                 let v = self.expr(&f.expr);
@@ -1093,6 +1138,29 @@ pub(super) fn orders(e: &syn::Expr) -> bool {
 }
 
 /// `Ok(..)` or `Some(..)`: a value returned as success.
+/// An arm body that gives no value: it leaves (`return`, `continue`, `break`, `bail!(..)`,
+/// `panic!(..)`, `unreachable!()`), directly or as a block's last statement.
+fn diverges(e: &syn::Expr) -> bool {
+    let leaves = |m: &syn::Macro| {
+        m.path.segments.last().is_some_and(|s| {
+            matches!(
+                s.ident.to_string().as_str(),
+                "bail" | "panic" | "unreachable" | "todo" | "unimplemented"
+            )
+        })
+    };
+    match e {
+        syn::Expr::Return(_) | syn::Expr::Continue(_) | syn::Expr::Break(_) => true,
+        syn::Expr::Macro(m) => leaves(&m.mac),
+        syn::Expr::Block(b) => match b.block.stmts.last() {
+            Some(syn::Stmt::Expr(e, _)) => diverges(e),
+            Some(syn::Stmt::Macro(m)) => leaves(&m.mac),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// `Err(..)`, `Err(..).into()`, `Err(e.into())`: a value that is an error.
 fn is_err_value(e: &syn::Expr) -> bool {
     match e {
