@@ -31,9 +31,23 @@ fn every_rule_has_its_files_and_nothing_else_exists() {
     assert_eq!(names_in("rules", "md"), names, "rules/*.md");
     assert_eq!(names_in("fixtures", ""), names, "fixtures/*/");
     let sources: BTreeSet<String> = names.iter().map(|n| n.replace('-', "_")).collect();
+    // A rule is one file, or a folder with one file per check (clippy's `loops/`).
     let mut files = names_in("src/rules", "rs");
     files.remove("mod");
-    assert_eq!(files, sources, "src/rules/*.rs");
+    for folder in names_in("src/rules", "") {
+        assert!(
+            Path::new("src/rules")
+                .join(&folder)
+                .join("mod.rs")
+                .is_file(),
+            "src/rules/{folder}/ has no mod.rs"
+        );
+        assert!(
+            files.insert(folder.clone()),
+            "{folder} is a file and a folder"
+        );
+    }
+    assert_eq!(files, sources, "src/rules/*.rs and src/rules/*/mod.rs");
 }
 
 #[test]

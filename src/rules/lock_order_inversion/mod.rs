@@ -2,6 +2,8 @@
 //! transaction that locks two rows of one table in argument order, and row sets locked in no
 //! particular order.
 
+mod upsert;
+
 use super::analysis_limit::analysis_limit_diagnostic;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
@@ -13,7 +15,7 @@ use crate::source::Span;
 pub const RULE: Rule = Rule {
     name: "lock-order-inversion",
     severity: Severity::Error,
-    doc: include_str!("../../rules/lock-order-inversion.md"),
+    doc: include_str!("../../../rules/lock-order-inversion.md"),
     check: Some(check),
 };
 
@@ -40,10 +42,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         for tx in &unit.transactions {
             for (i, step) in tx.steps.iter().enumerate() {
-                unordered_upsert(tx, &tx.steps[..i], step, out);
+                upsert::unordered(cx, tx, &tx.steps[..i], step, out);
             }
         }
-        unordered_loop(unit, out);
+        unordered_loop(cx, unit, out);
     }
 }
 
@@ -51,9 +53,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 /// code which could conflict with another at `step` takes first on the same key: a
 /// transaction-scoped advisory lock, `LOCK TABLE`, or an exclusive row lock (`FOR UPDATE`, an
 /// `UPDATE`) of a row named by constants or by values `step` uses too (the parent of the rows
-/// it locks), or the rows themselves locked first in key order. Whatever the statements after it lock, two such runs cannot interleave there.
-/// A `DELETE` is no guard: with no row to delete it locks nothing.
-fn guarded(before: &[Step], step: &Step) -> bool {
+/// it locks; by a unique key of its table, whatever else its `WHERE` tests), or the rows
+/// themselves locked first in key order. Whatever the statements after it lock, two such runs
+/// cannot interleave there. A `DELETE` is no guard: with no row to delete it locks nothing.
+fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
     let used: Vec<String> = step
         .host()
         .inputs
@@ -80,6 +83,25 @@ fn guarded(before: &[Step], step: &Step) -> bool {
                 (p.value.params.is_empty() && p.value.idents.is_empty())
                     || used.contains(&value_key(&p.value, g))
             });
+        // The row is named by a unique key whose values `step` uses (`WHERE id = $1 AND
+        // deleted_at IS NULL`): other conditions only decide whether it is locked at all.
+        let pinned = || {
+            let t = match (&f.reads[..], f.kind) {
+                (_, StmtKind::Update) => f.writes.first(),
+                ([t], _) => Some(t),
+                _ => None,
+            };
+            let Some(t) = t else {
+                return false;
+            };
+            let named: Vec<&str> = f
+                .filters
+                .iter()
+                .filter(|p| used.contains(&value_key(&p.value, g)))
+                .map(|p| p.column.as_str())
+                .collect();
+            schema.unique_within(&t.name, &named).is_some()
+        };
         // The rows themselves locked up front in key order (`.. ORDER BY id FOR UPDATE`).
         let up_front = f.row_locks.iter().any(|l| l.ordered)
             && step
@@ -90,14 +112,14 @@ fn guarded(before: &[Step], step: &Step) -> bool {
                 .any(|t| f.reads.iter().any(|r| r.name == t.name));
         f.extra().advisory.iter().any(AdvisoryCall::takes_xact_lock)
             || f.extra().table_lock.is_some()
-            || (exclusive && keyed)
+            || (exclusive && (keyed || pinned()))
             || up_front
     })
 }
 
 /// `for id in ids { UPDATE ... WHERE id = $1 }` inside a transaction, `ids` not sorted: each
 /// transaction locks the rows in its own order.
-fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
+fn unordered_loop(cx: &Context, unit: &Unit, out: &mut Vec<Diagnostic>) {
     let held = unit
         .transactions
         .iter()
@@ -106,7 +128,7 @@ fn unordered_loop(unit: &Unit, out: &mut Vec<Diagnostic>) {
     let mut found: Vec<(Span, Diagnostic)> = Vec::new();
     for tx in held {
         for (i, step) in tx.steps.iter().enumerate() {
-            let Some((lp, d)) = loop_lock(unit, &tx.steps[..i], step) else {
+            let Some((lp, d)) = loop_lock(cx, unit, &tx.steps[..i], step) else {
                 continue;
             };
             match found.iter_mut().find(|(l, _)| *l == lp) {
@@ -151,7 +173,12 @@ fn held_in_order(unit: &Unit, before: &[Step], step: &Step) -> bool {
     })
 }
 
-fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnostic)> {
+fn loop_lock(
+    cx: &Context,
+    unit: &Unit,
+    before: &[Step],
+    step: &Step,
+) -> Option<(Span, Diagnostic)> {
     let lp = unit
         .loops
         .iter()
@@ -162,7 +189,7 @@ fn loop_lock(unit: &Unit, before: &[Step], step: &Step) -> Option<(Span, Diagnos
         .filter(|s| !s.branch.contains(&lp.branch))
         .cloned()
         .collect();
-    if guarded(&outside, step) || held_in_order(unit, &outside, step) {
+    if guarded(&cx.program.schema, &outside, step) || held_in_order(unit, &outside, step) {
         return None;
     }
     {
@@ -638,48 +665,6 @@ fn read_row_key(tx: &Transaction, input: &Input, column: &str) -> Option<String>
                 .map(|q| (s, q))
         })
         .map(|(s, q)| value_key(&q.value, s))
-}
-
-/// An upsert of a key set (`INSERT ... SELECT ... FROM unnest($1) ON CONFLICT DO UPDATE`, or
-/// `VALUES` rows pushed from a collection in Rust) without `ORDER BY` or a sorted collection:
-/// it locks the conflicting rows in the order of its input, so two runs with
-/// overlapping keys in different orders deadlock (checked on PostgreSQL 15, see the rule page).
-///
-/// A locking read of a key set (`WHERE id = ANY($1) FOR UPDATE`) is not reported: PostgreSQL
-/// locks its rows in index or heap order, never in the order of the array, so two runs of one
-/// statement with one plan take them in the same order (same experiment).
-fn unordered_upsert(tx: &Transaction, before: &[Step], step: &Step, out: &mut Vec<Diagnostic>) {
-    let f = &step.facts;
-    // Unknown executor: the caller may hold a guard that serialises the rows first.
-    if !f.upsert
-        || !f.key_set
-        || f.ordered
-        || matches!(tx.scope, Scope::Unknown)
-        || tx.executor == Executor::Unknown
-        || guarded(before, step)
-        || (!step.host().inputs.is_empty() && step.host().inputs.iter().all(|i| i.ordered))
-    {
-        return;
-    }
-    let Some(t) = f.writes.first() else {
-        return;
-    };
-    if is_hole(&t.name) {
-        return;
-    }
-    let mut d = Diagnostic::new(
-        &RULE,
-        t.span,
-        "this upsert locks its rows in the order of its input, which is not sorted: two transactions with overlapping keys in different orders can each hold some rows and wait for the others (deadlock)",
-    );
-    if let Some(rows) = step.host().rows {
-        d = d.label(rows, "rows pushed in this collection's order");
-    }
-    out.push(
-        d.note("rows locked in input order")
-        .in_step(step)
-        .help("sort the keys first (`ORDER BY` on the key in the `SELECT` that feeds the upsert; in the code, sort the arrays or the rows pushed, or keep them in a `BTreeMap`), or take a transaction-scoped advisory lock on the set first"),
-    );
 }
 
 #[cfg(test)]
