@@ -250,6 +250,55 @@ pub fn from_held_rows(steps: &[Step], upto: usize, inputs: &[&Input]) -> bool {
     all_held(steps, upto, inputs, 0)
 }
 
+/// Every row `step` writes or locks in `table` has a column equal to the key of a row the
+/// transaction inserted earlier (`INSERT .. RETURNING id` with no `ON CONFLICT`, the value named
+/// like a column of a unique key of that table). Until the transaction commits no other one
+/// sees that row, so none knows the key and can hold or wait for these rows; a second insert
+/// of the same key waits at the first insert, before any of them.
+pub fn fresh_rows(schema: &schema::Schema, steps: &[Step], step: &Step, table: &str) -> bool {
+    let f = &step.facts;
+    let single =
+        f.reads.iter().all(|t| t.name == table) && f.writes.iter().all(|t| t.name == table);
+    let keyed: Vec<&Operand> = match f.kind {
+        StmtKind::Insert if step.host().rows.is_none() => {
+            f.inserts.iter().map(|(_, o)| o).collect()
+        }
+        StmtKind::Update | StmtKind::Delete | StmtKind::Select if single => {
+            f.filters.iter().map(|p| &p.value).collect()
+        }
+        _ => Vec::new(),
+    };
+    let new_key = |i: &Input| {
+        let column = i.text.rsplit('.').next().unwrap_or(&i.text);
+        !i.from.is_empty()
+            && i.from.iter().all(|&q| {
+                steps.iter().any(|s| {
+                    let sf = &s.facts;
+                    s.seq == q
+                        && q < step.seq
+                        && sf.kind == StmtKind::Insert
+                        && !sf.on_conflict
+                        && sf
+                            .writes
+                            .first()
+                            .is_some_and(|t| schema.in_unique_key(&t.name, column))
+                })
+            })
+    };
+    keyed.into_iter().any(|o| {
+        let [param] = o.params[..] else {
+            return false;
+        };
+        o.text.trim() == format!("${param}")
+            && step
+                .host()
+                .inputs
+                .iter()
+                .find(|i| i.param == param)
+                .is_some_and(new_key)
+    })
+}
+
 /// Session advisory locks the unit holds from before `from` until `to` (taken on any of its
 /// sessions before `from`, with no unlock of the same key before `to`): every run of the code
 /// between is serialised on their keys, whichever connection runs it.

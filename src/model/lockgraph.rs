@@ -185,7 +185,11 @@ pub fn build(program: &Program) -> LockGraph<'_> {
             // Resources held, with the acquisition that first took each and its statement.
             let mut held: Vec<(usize, u32, &Step)> = Vec::new();
             for step in &tx.steps {
-                for (resource, span, waits) in acquisitions(step) {
+                // Rows keyed by a row this transaction created: no other one can reach them.
+                let private = |r: &Resource| matches!(r, Resource::Table(t) if flow::fresh_rows(&program.schema, &tx.steps, step, t));
+                for (resource, span, waits) in
+                    acquisitions(step).into_iter().filter(|a| !private(&a.0))
+                {
                     let next = ids.len();
                     let r = *ids.entry(resource.clone()).or_insert(next);
                     if r == g.resources.len() {

@@ -108,6 +108,16 @@ impl Schema {
             .cloned()
     }
 
+    /// `column` is part of the primary key or of a unique constraint of `table`.
+    pub fn in_unique_key(&self, table: &str, column: &str) -> bool {
+        self.tables.get(table).is_some_and(|t| {
+            t.primary_key
+                .iter()
+                .chain(&t.unique)
+                .any(|key| key.iter().any(|k| k == column))
+        })
+    }
+
     /// The foreign key from `child` to `parent`, if declared.
     pub fn foreign_key(&self, child: &str, parent: &str) -> Option<&ForeignKey> {
         self.tables
