@@ -396,6 +396,18 @@ impl Front {
                     })
                     .collect();
                 unit.choices = parsed.choices;
+                unit.event_arms = parsed
+                    .events
+                    .iter()
+                    .map(|&(arm, e)| {
+                        let events = TriggerEvents {
+                            insert: e & plpgsql::TG_INSERT != 0,
+                            update: e & plpgsql::TG_UPDATE != 0,
+                            delete: e & plpgsql::TG_DELETE != 0,
+                        };
+                        (arm, events)
+                    })
+                    .collect();
             }
             "sql" => {
                 let statements = splitter::split(&body, self.dialect, false).statements;

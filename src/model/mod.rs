@@ -77,6 +77,8 @@ pub struct Unit {
     /// Groups of branch arms of which one run takes at most one: the arms of one `if`/`else`,
     /// `match`, PL/pgSQL `IF`/`ELSIF`/`ELSE` or `CASE`.
     pub choices: Vec<Vec<usize>>,
+    /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`).
+    pub event_arms: Vec<(usize, TriggerEvents)>,
     /// Test code (`#[test]`, `#[cfg(test)]`, files under `tests/` or `benches/`): the core rules
     /// skip it unless `include_tests = true`.
     pub test: bool,
@@ -101,6 +103,7 @@ impl Unit {
             loops: Vec::new(),
             handlers: Vec::new(),
             choices: Vec::new(),
+            event_arms: Vec::new(),
             test: false,
             runner: None,
             params: Vec::new(),

@@ -14,8 +14,10 @@
 //! What is copied, and what is not (precision first):
 //! - only a routine with one definition of that name in the run, whose body is one
 //!   transaction (a procedure that commits is not);
-//! - only the body's statements that run on every path, not those inside `IF`, `CASE` or
-//!   loops: a caller cannot know which arm runs;
+//! - the body's statements with their branch arms: a statement inside `IF`, `CASE` or a loop
+//!   is copied into an arm of the caller's of its own, so the arms of one `IF` stay
+//!   alternatives there too (its conditions are not copied: the caller does not know which arm
+//!   runs); a trigger's arms for other events (`IF TG_OP = 'INSERT' THEN`) are not copied;
 //! - calls by position (named arguments are not read), nested up to [`DEPTH`] levels, never a
 //!   routine inside itself; at most [`MAX_COPIED`] statements per caller transaction.
 //!
@@ -24,6 +26,7 @@
 //! merge into one.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use super::*;
@@ -41,7 +44,8 @@ type Index = HashMap<(String, usize), usize>;
 struct Callee<'a> {
     name: String,
     params: Vec<Name>,
-    /// The routine's own statements borrowed, those of the routines it runs copied.
+    /// The routine's own statements borrowed, those of the routines it runs copied; each
+    /// one's branch is its path among the routine's arms (and fresh ones for the copies).
     body: Vec<Cow<'a, Step>>,
     /// For each statement of `body`, its position in the routine (for a statement copied from
     /// a call, the call's).
@@ -50,6 +54,30 @@ struct Callee<'a> {
     /// NULL`), with the positions of the reads they are taken on: in a `BEFORE` trigger they
     /// refuse the row.
     refusals: Vec<(Span, Vec<usize>)>,
+    /// Groups of alternative arms among the paths of `body`.
+    choices: Vec<Vec<usize>>,
+    /// The paths of `body` use arm numbers below this.
+    arms: usize,
+    /// Arms that run only for some trigger events.
+    events: Vec<(usize, TriggerEvents)>,
+}
+
+impl Callee<'_> {
+    /// Statement `b` of the body runs when the routine is fired by a statement of `kind`: no
+    /// arm on its path is for other events only.
+    fn runs_for(&self, b: &Step, kind: StmtKind) -> bool {
+        b.branch.iter().all(|a| {
+            self.events
+                .iter()
+                .filter(|(arm, _)| arm == a)
+                .all(|(_, e)| match kind {
+                    StmtKind::Insert => e.insert,
+                    StmtKind::Update => e.update,
+                    StmtKind::Delete => e.delete,
+                    _ => true,
+                })
+        })
+    }
 }
 
 /// What runs around one statement: routines it calls and triggers on what it writes.
@@ -60,6 +88,8 @@ struct Around {
     /// Decisions of `BEFORE` triggers that can refuse the statement: where, and the copies in
     /// `before` (by index) they are taken on.
     refusals: Vec<(Span, Vec<usize>)>,
+    /// Groups of alternative arms of the copies (numbered apart from the caller's own).
+    choices: Vec<Vec<usize>>,
 }
 
 struct Expander<'a> {
@@ -115,10 +145,11 @@ pub fn inline(units: &mut [Unit], triggers: &[Trigger]) {
     let mut plans = Vec::new();
     for (i, unit) in units.iter().enumerate() {
         let mut plan: Vec<(usize, usize, Around)> = Vec::new();
+        let arms = Cell::new(next_arm(unit));
         for (t, tx) in unit.transactions.iter().enumerate() {
             let mut budget = MAX_COPIED;
             for (s, step) in tx.steps.iter().enumerate() {
-                let around = x.around(step, &[i], true);
+                let around = x.around(step, &[i], true, &arms);
                 let n = around.before.len() + around.after.len();
                 if n == 0 || n > budget {
                     continue;
@@ -127,12 +158,12 @@ pub fn inline(units: &mut [Unit], triggers: &[Trigger]) {
                 plan.push((t, s, around));
             }
         }
-        plans.push(plan);
+        plans.push((plan, arms.get()));
     }
     drop(x);
-    for (unit, plan) in units.iter_mut().zip(plans) {
+    for (unit, (plan, arms)) in units.iter_mut().zip(plans) {
         if !plan.is_empty() {
-            splice(unit, plan);
+            splice(unit, plan, arms);
         }
     }
 }
@@ -144,8 +175,8 @@ impl Expander<'_> {
             .copied()
     }
 
-    /// The body of routine `i` as its callers run it: its unconditional statements, each with
-    /// what runs around it.
+    /// The body of routine `i` as its callers run it: its statements, each with what runs
+    /// around it.
     fn expand(&mut self, i: usize, stack: &mut Vec<usize>) {
         if self.callees.contains_key(&i) || stack.contains(&i) || stack.len() >= DEPTH {
             return;
@@ -155,14 +186,14 @@ impl Expander<'_> {
         let unit = &units[i];
         let mut body = Vec::new();
         let mut orig = Vec::new();
+        let mut choices = unit.choices.clone();
+        let arms = Cell::new(next_arm(unit));
         for step in unit.transactions.iter().flat_map(|t| &t.steps) {
-            if !step.branch.is_empty() {
-                continue;
-            }
             for r in self.needed(step) {
                 self.expand(r, stack);
             }
-            let around = self.around(step, stack, false);
+            let around = self.around(step, stack, false, &arms);
+            choices.extend(around.choices);
             orig.extend(std::iter::repeat_n(step.seq, around.before.len()));
             body.extend(around.before.into_iter().map(Cow::Owned));
             if acts(step) {
@@ -200,6 +231,9 @@ impl Expander<'_> {
                 body,
                 orig,
                 refusals,
+                choices,
+                arms: arms.get(),
+                events: unit.event_arms.clone(),
             },
         );
     }
@@ -240,13 +274,25 @@ impl Expander<'_> {
 
     /// What runs around `step`, from routines already expanded and not in `outside` (the
     /// routines being expanded, or the unit itself). `refusals`: also the decisions of its
-    /// `BEFORE` triggers.
-    fn around(&self, step: &Step, outside: &[usize], refusals: bool) -> Around {
+    /// `BEFORE` triggers. The arms of each copy are numbered from `arms` on.
+    fn around(&self, step: &Step, outside: &[usize], refusals: bool, arms: &Cell<usize>) -> Around {
         let mut a = Around::default();
         let ready = |r: usize| {
             (!outside.contains(&r))
                 .then(|| self.callees.get(&r))
                 .flatten()
+        };
+        // Fresh arm numbers for one copy of `callee`'s body, and its choices with them.
+        let renumber = |a: &mut Around, callee: &Callee| {
+            let base = arms.get();
+            arms.set(base + callee.arms);
+            a.choices.extend(
+                callee
+                    .choices
+                    .iter()
+                    .map(|g| g.iter().map(|x| x + base).collect()),
+            );
+            base
         };
         let fire = |a: &mut Around, before: bool| {
             for (t, b) in self.fired(step) {
@@ -255,18 +301,24 @@ impl Expander<'_> {
                     continue;
                 };
                 let row = t.for_each_row.then_some(step);
-                let base = a.before.len();
-                let copies = callee.body.iter().map(|c| copy(c, callee, &[], row, step));
+                let start = a.before.len();
+                let arm = renumber(a, callee);
+                // Positions in the body of the statements that run for this event.
+                let runs: Vec<usize> = (0..callee.body.len())
+                    .filter(|&k| callee.runs_for(&callee.body[k], step.facts.kind))
+                    .collect();
+                let copies = runs
+                    .iter()
+                    .map(|&k| copy(&callee.body[k], callee, &[], row, step, arm));
                 if before {
                     a.before.extend(copies);
                     if refusals {
                         for (span, from) in &callee.refusals {
-                            let at: Vec<usize> = callee
-                                .orig
+                            let at: Vec<usize> = runs
                                 .iter()
                                 .enumerate()
-                                .filter(|(_, o)| from.contains(o))
-                                .map(|(k, _)| base + k)
+                                .filter(|(_, k)| from.contains(&callee.orig[**k]))
+                                .map(|(n, _)| start + n)
                                 .collect();
                             if !at.is_empty() {
                                 a.refusals.push((*span, at));
@@ -281,11 +333,12 @@ impl Expander<'_> {
         fire(&mut a, true);
         for call in &step.facts.extra().calls {
             if let Some(callee) = self.callee(call).and_then(ready) {
+                let arm = renumber(&mut a, callee);
                 a.before.extend(
                     callee
                         .body
                         .iter()
-                        .map(|b| copy(b, callee, &call.args, None, step)),
+                        .map(|b| copy(b, callee, &call.args, None, step, arm)),
                 );
             }
         }
@@ -312,9 +365,17 @@ fn unqualified(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
 }
 
-/// Statement `b` of `callee`'s body, as the call with `args` in `caller` runs it; for a row
-/// trigger, `row` is the statement that writes the row `NEW` and `OLD` name.
-fn copy(b: &Step, callee: &Callee, args: &[Operand], row: Option<&Step>, caller: &Step) -> Step {
+/// Statement `b` of `callee`'s body, as the call with `args` in `caller` runs it, its arms
+/// numbered from `arm` on; for a row trigger, `row` is the statement that writes the row `NEW`
+/// and `OLD` name.
+fn copy(
+    b: &Step,
+    callee: &Callee,
+    args: &[Operand],
+    row: Option<&Step>,
+    caller: &Step,
+    arm: usize,
+) -> Step {
     let extra = b.facts.extra();
     let mut names = Names {
         routine: &callee.name,
@@ -370,12 +431,14 @@ fn copy(b: &Step, callee: &Callee, args: &[Operand], row: Option<&Step>, caller:
     let mut calls: List<Span> = from.calls.clone();
     calls.push(caller.span);
     calls.extend(b.host().calls.iter().copied());
+    let mut branch = caller.branch.clone();
+    branch.extend(b.branch.iter().map(|a| a + arm));
     Step {
         span: b.span,
         facts,
         seq: caller.seq,
         session: caller.session,
-        branch: caller.branch.clone(),
+        branch,
         host: Some(Box::new(Host {
             via: from.via.clone(),
             inputs: from.inputs.clone(),
@@ -512,7 +575,7 @@ impl Names<'_> {
 /// Put what runs around each planned statement before and after it, add the refusals of its
 /// `BEFORE` triggers as exits between the two (each in an arm of its own, taken on the copied
 /// reads), and renumber the unit's program order around them.
-fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>) {
+fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>, mut arm: usize) {
     // Positions added before and after each planned statement, by its position; a refusal
     // takes one more before it.
     let mut added: Vec<(usize, usize, usize)> = plan
@@ -544,7 +607,6 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>) {
     for c in &mut unit.conditions {
         c.from.iter_mut().for_each(|s| *s = map(*s));
     }
-    let mut arm = next_arm(unit);
     let mut plan = plan.into_iter().peekable();
     let mut exits = Vec::new();
     let mut conditions = Vec::new();
@@ -559,7 +621,9 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>) {
                 before,
                 after,
                 refusals,
+                choices,
             } = around.unwrap_or_default();
+            unit.choices.extend(choices);
             let first = here - before.len() - usize::from(!refusals.is_empty());
             let copied: Vec<usize> = (first..first + before.len()).collect();
             for (k, mut c) in before.into_iter().enumerate() {
@@ -668,13 +732,27 @@ $$;
             .find(|t| t.steps.len() > 1)
             .expect("the call's transaction");
         let kinds: Vec<StmtKind> = tx.steps.iter().map(|s| s.facts.kind).collect();
-        // The read, the unconditional update, then the call; the `IF` arm is not copied.
+        // The read, the update in the `IF` arm, the unconditional update, then the call.
         assert_eq!(
             kinds,
-            [StmtKind::Select, StmtKind::Update, StmtKind::Select]
+            [
+                StmtKind::Select,
+                StmtKind::Update,
+                StmtKind::Update,
+                StmtKind::Select
+            ]
         );
-        let call = &tx.steps[2];
-        let (read, write) = (&tx.steps[0], &tx.steps[1]);
+        let call = &tx.steps[3];
+        let (read, alert, write) = (&tx.steps[0], &tx.steps[1], &tx.steps[2]);
+        // The arm's statement sits in an arm of the caller's own, numbered apart from its
+        // arms, in a choice group of its own; the others run wherever the call runs.
+        assert_eq!(alert.facts.writes[0].name, "alerts");
+        assert_eq!(alert.branch.len(), call.branch.len() + 1);
+        assert!(alert.branch.starts_with(&call.branch));
+        let arm = alert.branch[call.branch.len()];
+        assert!(script.choices.iter().any(|c| c.as_slice() == [arm]));
+        assert_eq!(read.branch, call.branch);
+        assert_eq!(write.branch, call.branch);
         assert_eq!(read.facts.filters[0].value.text, "7");
         assert_eq!(read.host().calls.as_slice(), [call.span]);
         // `old` is debit's own variable, renamed apart; `amount` is the caller's `$1`.
@@ -699,15 +777,17 @@ $$;
         ));
         let pay = routine(&u, "pay");
         let steps = &pay.transactions[0].steps;
-        assert_eq!(steps.len(), 3);
-        assert_eq!(steps[1].facts.filters[0].value.text, "src");
+        // debit's read, the update in its `IF` arm, its last update, the call.
+        assert_eq!(steps.len(), 4);
+        assert_eq!(steps[1].branch.len(), 1);
+        assert_eq!(steps[2].facts.filters[0].value.text, "src");
         // `amount` is `n`, a variable of `pay`.
         assert_eq!(
-            steps[1].facts.extra().uses.as_slice(),
+            steps[2].facts.extra().uses.as_slice(),
             ["debit$old", "n", "src"]
         );
         // The exit after the call comes after the copies in program order.
-        assert!(pay.exits.iter().all(|e| e.seq > steps[2].seq));
+        assert!(pay.exits.iter().all(|e| e.seq > steps[3].seq));
     }
 
     #[test]
@@ -785,6 +865,48 @@ $$;
 CREATE TRIGGER cap BEFORE INSERT ON public.members FOR EACH ROW EXECUTE FUNCTION cap();
 CREATE TRIGGER log AFTER INSERT OR UPDATE ON members FOR EACH ROW EXECUTE PROCEDURE log();
 ";
+
+    #[test]
+    fn a_trigger_runs_the_arms_for_its_event_as_alternatives() {
+        let u = units(
+            "CREATE FUNCTION count_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.yanked THEN
+            UPDATE totals SET yanked = yanked + 1 WHERE crate_id = NEW.crate_id;
+        ELSE
+            UPDATE totals SET live = live + 1 WHERE crate_id = NEW.crate_id;
+        END IF;
+    ELSE
+        UPDATE totals SET live = live - 1 WHERE crate_id = OLD.crate_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER counted AFTER INSERT OR DELETE ON versions FOR EACH ROW EXECUTE FUNCTION count_versions();
+BEGIN;
+INSERT INTO versions (crate_id, yanked) VALUES ($1, false);
+COMMIT;
+",
+        );
+        let script = &u[0];
+        let tx = script
+            .transactions
+            .iter()
+            .find(|t| t.scope == Scope::Explicit)
+            .expect("the transaction");
+        // The insert, then the two arms for inserts; the `ELSE` is for deletes only.
+        let sets: Vec<&str> = tx
+            .steps
+            .iter()
+            .filter_map(|s| s.facts.sets.first())
+            .map(|s| s.value.text.as_str())
+            .collect();
+        assert_eq!(sets, ["yanked + 1", "live + 1"]);
+        let (a, b) = (&tx.steps[1].branch, &tx.steps[2].branch);
+        assert_eq!(tx.steps[1].facts.filters[0].value.params, [1]);
+        assert!(script.exclusive(a, b), "{a:?} and {b:?} are alternatives");
+    }
 
     #[test]
     fn triggers_run_before_and_after_the_row_with_new_as_its_values() {

@@ -81,15 +81,26 @@ pub struct Body {
     pub choices: Vec<Vec<usize>>,
     pub handlers: Vec<PlHandler>,
     pub loops: Vec<PlLoop>,
+    /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`,
+    /// and the `ELSE` after it), with the events as [`TG_INSERT`] | [`TG_UPDATE`] | ... bits.
+    pub events: Vec<(usize, u8)>,
 }
+
+pub const TG_INSERT: u8 = 1;
+pub const TG_UPDATE: u8 = 2;
+pub const TG_DELETE: u8 = 4;
+pub const TG_TRUNCATE: u8 = 8;
+const TG_ALL: u8 = TG_INSERT | TG_UPDATE | TG_DELETE | TG_TRUNCATE;
 
 /// An open control structure.
 #[derive(Debug)]
 enum Frame {
-    /// `IF`: its choice group, the condition statements of the chain so far.
+    /// `IF`: its choice group, the condition statements of the chain so far, and the trigger
+    /// events the conditions so far that test only `TG_OP` claimed.
     If {
         group: usize,
         conds: Vec<usize>,
+        claimed: u8,
     },
     /// `CASE`: its choice group, the selector statement, whether a `WHEN` started.
     Case {
@@ -134,6 +145,54 @@ impl Reader<'_> {
             Kind::QuotedIdent => Some(t.text(self.src).trim_matches('"').to_string()),
             _ => self.word(i),
         }
+    }
+
+    /// The trigger events a condition in `from..to` holds for, when all it tests is `TG_OP`:
+    /// `TG_OP = 'INSERT'`, `TG_OP IN ('INSERT', 'UPDATE')`, joined by `OR`, in parentheses.
+    fn tg_op_events(&self, from: usize, to: usize) -> Option<u8> {
+        let event = |i: usize| {
+            let t = self.t.get(i).filter(|t| t.kind == Kind::String)?;
+            match t
+                .text(self.src)
+                .trim_matches('\'')
+                .to_ascii_uppercase()
+                .as_str()
+            {
+                "INSERT" => Some(TG_INSERT),
+                "UPDATE" => Some(TG_UPDATE),
+                "DELETE" => Some(TG_DELETE),
+                "TRUNCATE" => Some(TG_TRUNCATE),
+                _ => None,
+            }
+        };
+        let toks: Vec<usize> = (from..to.min(self.t.len()))
+            .filter(|&i| !self.punct(i, "(") && !self.punct(i, ")"))
+            .collect();
+        let mut out = 0;
+        for test in toks.split(|&i| self.is(i, "or")) {
+            let [op, rel, values @ ..] = test else {
+                return None;
+            };
+            if !self.is(*op, "tg_op") {
+                return None;
+            }
+            if self.punct(*rel, "=") && values.len() == 1 {
+                out |= event(values[0])?;
+            } else if self.is(*rel, "in") {
+                for (k, &v) in values.iter().enumerate() {
+                    if k % 2 == 1 {
+                        if !self.punct(v, ",") {
+                            return None;
+                        }
+                    } else {
+                        out |= event(v)?;
+                    }
+                }
+            } else {
+                return None;
+            }
+        }
+        (out != 0).then_some(out)
     }
 
     /// The conditions of a `WHEN` in `from..to` include a unique violation.
@@ -351,11 +410,18 @@ impl Reader<'_> {
                 }
                 i += 1;
             } else if self.is(i, "else") {
-                if let Some((Frame::If { group, conds } | Frame::Case { group, conds }, _)) =
+                if let Some((Frame::If { group, conds, .. } | Frame::Case { group, conds }, _)) =
                     self.frames.last()
                 {
+                    let claimed = match self.frames.last() {
+                        Some((Frame::If { claimed, .. }, _)) => *claimed,
+                        _ => 0,
+                    };
                     let (g, c) = (*group, conds.clone());
                     self.arm(Some(g), &c);
+                    if claimed != 0 {
+                        self.out.events.push((self.next_arm, TG_ALL & !claimed));
+                    }
                 }
                 i += 1;
             } else if self.is(i, "loop") {
@@ -405,20 +471,36 @@ impl Reader<'_> {
                 let opens = self.is(i, "if");
                 self.emit(i + 1, stop, "SELECT ", None, Vec::new());
                 let cond = self.emitted(i + 1);
+                let tests = self.tg_op_events(i + 1, stop);
                 if opens {
                     let group = self.choice();
                     self.frames.push((
                         Frame::If {
                             group,
                             conds: Vec::new(),
+                            claimed: 0,
                         },
                         None,
                     ));
                 }
-                if let Some((Frame::If { group, conds }, _)) = self.frames.last_mut() {
+                if let Some((
+                    Frame::If {
+                        group,
+                        conds,
+                        claimed,
+                    },
+                    _,
+                )) = self.frames.last_mut()
+                {
                     conds.extend(cond);
+                    // An `ELSIF` runs only for the events the tests before it did not claim.
+                    let events = tests.unwrap_or(TG_ALL) & !*claimed;
+                    *claimed |= tests.unwrap_or(0);
                     let (g, c) = (*group, conds.clone());
                     self.arm(Some(g), &c);
+                    if events != TG_ALL {
+                        self.out.events.push((self.next_arm, events));
+                    }
                 }
                 i = stop + 1;
             } else if self.is(i, "while") {
@@ -663,6 +745,52 @@ mod tests {
         assert_eq!(b.declared, vec!["v", "r"]);
         assert_eq!(b.statements[0].assigns, vec!["v"]);
         assert_eq!(b.statements[5].assigns, vec!["v"]);
+    }
+
+    #[test]
+    fn trigger_arms_know_the_events_they_run_for() {
+        let body = "
+        BEGIN
+            IF (TG_OP = 'INSERT') THEN
+                INSERT INTO counts (k, n) VALUES (NEW.k, 1);
+            ELSIF TG_OP IN ('UPDATE', 'DELETE') AND OLD.k > 0 THEN
+                UPDATE counts SET n = n - 1 WHERE k = OLD.k;
+            ELSE
+                DELETE FROM counts WHERE k = OLD.k;
+            END IF;
+            IF tg_op = 'DELETE' OR TG_OP = 'UPDATE' THEN
+                DELETE FROM audit WHERE k = OLD.k;
+            END IF;
+            IF NEW.k > 0 THEN
+                UPDATE totals SET n = n + 1;
+            ELSE
+                UPDATE totals SET n = n - 1;
+            END IF;
+            RETURN NULL;
+        END;";
+        let b = read_body(body, Dialect::Postgres);
+        let events = |text: &str| {
+            let st = b
+                .statements
+                .iter()
+                .find(|st| st.raw.sql.contains(text))
+                .unwrap();
+            let arm = *st.branch.last().unwrap();
+            b.events.iter().find(|e| e.0 == arm).map(|e| e.1)
+        };
+        assert_eq!(events("INSERT INTO counts"), Some(TG_INSERT));
+        // Not a test of `TG_OP` alone: any event the first arm did not claim.
+        assert_eq!(
+            events("UPDATE counts"),
+            Some(TG_UPDATE | TG_DELETE | TG_TRUNCATE)
+        );
+        assert_eq!(
+            events("DELETE FROM counts"),
+            Some(TG_UPDATE | TG_DELETE | TG_TRUNCATE)
+        );
+        assert_eq!(events("DELETE FROM audit"), Some(TG_DELETE | TG_UPDATE));
+        assert_eq!(events("totals SET n = n + 1"), None);
+        assert_eq!(events("totals SET n = n - 1"), None);
     }
 
     #[test]
