@@ -829,9 +829,18 @@ impl<'a> Walker<'a, '_> {
         exprs.map(|e| self.text_of(e)).collect()
     }
 
-    /// `text` with its first name replaced by what it stands for, if it is an alias.
+    /// `text` with its first name (or its first field: `rows.owner`) replaced by what it stands
+    /// for, if it is an alias.
     pub(super) fn resolved(&self, text: String) -> String {
         let end = text.find(['.', '[']).unwrap_or(text.len());
+        let field = text[end..]
+            .strip_prefix('.')
+            .map(|rest| end + 1 + rest.find(['.', '[']).unwrap_or(rest.len()));
+        if let Some(f) = field
+            && let Some(a) = self.aliases.get(&text[..f])
+        {
+            return format!("{a}{}", &text[f..]);
+        }
         match self.aliases.get(&text[..end]) {
             Some(a) => format!("{a}{}", &text[end..]),
             None => text,

@@ -897,7 +897,7 @@ impl Walker<'_, '_> {
             .map(|(field, column)| {
                 let bind = Bind {
                     from: from.clone(),
-                    text: format!("{var}.{field}"),
+                    text: self.resolved(format!("{var}.{field}")),
                     ordered: false,
                     sources: Vec::new(),
                 };

@@ -292,6 +292,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                         }
                         self.derive_loop_vars(&local.pat, &init.expr);
                         self.note_type(&local.pat, Some(&init.expr));
+                        self.note_fields(&local.pat, &init.expr);
                         if orders(&init.expr) {
                             let mut names = Vec::new();
                             collect_idents(&local.pat, &mut names);
@@ -317,6 +318,56 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.mac(&m.mac);
             }
             syn::Stmt::Item(_) => {}
+        }
+    }
+
+    /// `let rows = ids.iter().map(|id| Row { owner, id: *id }).collect()` (or one `Row { .. }`):
+    /// a field every element sets from something other than the closure's parameters has that
+    /// value in every row, so `rows.owner` is written as `owner` is.
+    fn note_fields(&mut self, pat: &syn::Pat, init: &syn::Expr) {
+        let pat = match pat {
+            syn::Pat::Type(t) => &*t.pat,
+            p => p,
+        };
+        let syn::Pat::Ident(var) = pat else {
+            return;
+        };
+        let var = var.ident.to_string();
+        let prefix = format!("{var}.");
+        self.aliases.retain(|k, _| !k.starts_with(&prefix));
+        let mut e = init;
+        let mut params = Vec::new();
+        let lit = loop {
+            match e {
+                syn::Expr::Struct(s) => break s,
+                syn::Expr::Reference(r) => e = &r.expr,
+                syn::Expr::Paren(p) => e = &p.expr,
+                syn::Expr::MethodCall(m) if m.method == "map" => match m.args.first() {
+                    Some(syn::Expr::Closure(c)) => {
+                        for input in &c.inputs {
+                            collect_idents(input, &mut params);
+                        }
+                        e = &c.body;
+                    }
+                    _ => return,
+                },
+                syn::Expr::MethodCall(m) => e = &m.receiver,
+                syn::Expr::Block(b) => match b.block.stmts.last() {
+                    Some(syn::Stmt::Expr(tail, None)) => e = tail,
+                    _ => return,
+                },
+                _ => return,
+            }
+        };
+        for f in &lit.fields {
+            let syn::Member::Named(name) = &f.member else {
+                continue;
+            };
+            if used_names(&f.expr).iter().any(|n| params.contains(n)) {
+                continue;
+            }
+            let text = self.text_of(&f.expr);
+            self.aliases.insert(format!("{var}.{name}"), text);
         }
     }
 
