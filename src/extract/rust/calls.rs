@@ -1186,7 +1186,7 @@ impl<'e> syn::visit::Visit<'e> for BindCalls<'e, '_> {
 }
 
 /// `a`, `a.b.c`, `self.id`: a value that names itself, safe to stand for a parameter.
-fn plain_path(text: &str) -> bool {
+pub(super) fn plain_path(text: &str) -> bool {
     !text.is_empty()
         && text
             .split('.')

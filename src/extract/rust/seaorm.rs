@@ -198,11 +198,76 @@ impl Walker<'_, '_> {
         }
         let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
         let key = self.ix.primary_key(&q.table).to_string();
-        let mut value = self.bound(base);
-        value.text = format!("{}.{key}", value.text);
+        let value = match self.seaorm_found_key(base) {
+            Some((_, k)) => self.bound(k),
+            None => {
+                let mut value = self.bound(base);
+                value.text = self.resolved(format!("{}.{key}", value.text));
+                value
+            }
+        };
         q.filters
             .push(Cond::key_is(&key, Part::Param(value), self.span(init)));
         Some(Value::Diesel(Box::new(q)))
+    }
+
+    /// `posts::Entity::find_by_id(k).one(db).await?`, or `.filter(posts::Column::Id.eq(k))`
+    /// before `.one(db)` (also through `.ok_or(..)?`, `.unwrap()`, `.expect(..)`): the row
+    /// whose primary key is `k`. Its key column, and `k`.
+    pub(super) fn seaorm_found_key<'e>(
+        &mut self,
+        e: &'e syn::Expr,
+    ) -> Option<(String, &'e syn::Expr)> {
+        let mut e = e;
+        loop {
+            match e {
+                syn::Expr::Try(t) => e = &t.expr,
+                syn::Expr::Await(a) => e = &a.base,
+                syn::Expr::Paren(p) => e = &p.expr,
+                syn::Expr::MethodCall(m)
+                    if matches!(
+                        m.method.to_string().as_str(),
+                        "ok_or" | "ok_or_else" | "unwrap" | "expect" | "context" | "map_err"
+                    ) =>
+                {
+                    e = &m.receiver
+                }
+                syn::Expr::MethodCall(m) if m.method == "one" => break,
+                _ => return None,
+            }
+        }
+        let mut found = None;
+        while let syn::Expr::MethodCall(m) = e {
+            if m.method == "filter"
+                && let Some(syn::Expr::MethodCall(eq)) = m.args.first()
+                && eq.method == "eq"
+                && let Some(column) = self.seaorm_column(&eq.receiver)
+                && let syn::Expr::Path(p) = &*eq.receiver
+                && let Some(module) = p.path.segments.iter().rev().nth(2)
+                && column.name == self.ix.primary_key(&self.seaorm_table(&module.ident))
+            {
+                found = eq.args.first().map(|k| (column.name, k));
+            }
+            e = &m.receiver;
+        }
+        let syn::Expr::Call(c) = e else {
+            return None;
+        };
+        let syn::Expr::Path(f) = &*c.func else {
+            return None;
+        };
+        let segs: Vec<&syn::PathSegment> = f.path.segments.iter().collect();
+        let n = segs.len();
+        let module = segs.get(n.checked_sub(3)?)?;
+        let table = self.seaorm_table(&module.ident);
+        match segs[n - 1].ident.to_string().as_str() {
+            "find_by_id" => {
+                let key = self.ix.primary_key(&table).to_string();
+                c.args.first().map(|k| (key, k))
+            }
+            "find" => found,
+            _ => None,
+        }
     }
 
     /// `am.title = Set(t)` on an active model held in `am`.

@@ -1,6 +1,6 @@
 //! Walking a function body: statements, bindings, branches and expressions, in program order.
 
-use super::calls::{data_of, looks_like_sql};
+use super::calls::{data_of, looks_like_sql, plain_path};
 use super::*;
 
 impl<'a, 'w> Walker<'a, 'w> {
@@ -293,6 +293,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                         self.derive_loop_vars(&local.pat, &init.expr);
                         self.note_type(&local.pat, Some(&init.expr));
                         self.note_fields(&local.pat, &init.expr);
+                        self.note_alias(&local.pat, Some(&init.expr));
                         if orders(&init.expr) {
                             let mut names = Vec::new();
                             collect_idents(&local.pat, &mut names);
@@ -321,9 +322,44 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
     }
 
+    /// `let id = krate.id;`, or an `if`/`match` whose every arm ends in one value (`let id = if
+    /// let Some(k) = found { ..; k.id } else { ..; k.id }`): `id` names what that path names, so
+    /// a row keyed by either is one row. Any other binding of the name ends its alias (an
+    /// inlined helper's parameter rebound in its body is no longer the caller's value).
+    fn note_alias(&mut self, pat: &syn::Pat, init: Option<&syn::Expr>) {
+        let pat = match pat {
+            syn::Pat::Type(t) => &*t.pat,
+            p => p,
+        };
+        let mut names = Vec::new();
+        collect_idents(pat, &mut names);
+        for n in &names {
+            self.aliases.remove(n);
+        }
+        let (syn::Pat::Ident(id), Some(init)) = (pat, init) else {
+            return;
+        };
+        if id.mutability.is_some() || id.by_ref.is_some() || id.subpat.is_some() {
+            return;
+        }
+        let mut tails = Vec::new();
+        if !arm_tails(init, &mut tails) {
+            return;
+        }
+        let mut texts = tails.iter().map(|t| self.text_of(t));
+        let Some(first) = texts.next() else {
+            return;
+        };
+        let name = id.ident.to_string();
+        if plain_path(&first) && first != name && texts.all(|t| t == first) {
+            self.aliases.insert(name, first);
+        }
+    }
+
     /// `let rows = ids.iter().map(|id| Row { owner, id: *id }).collect()` (or one `Row { .. }`):
     /// a field every element sets from something other than the closure's parameters has that
-    /// value in every row, so `rows.owner` is written as `owner` is.
+    /// value in every row, so `rows.owner` is written as `owner` is. A sea-orm row found by its
+    /// primary key (`Entity::find_by_id(k).one(db)`) has that key: `row.id` is `k`.
     fn note_fields(&mut self, pat: &syn::Pat, init: &syn::Expr) {
         let pat = match pat {
             syn::Pat::Type(t) => &*t.pat,
@@ -335,6 +371,11 @@ impl<'a, 'w> Walker<'a, 'w> {
         let var = var.ident.to_string();
         let prefix = format!("{var}.");
         self.aliases.retain(|k, _| !k.starts_with(&prefix));
+        if let Some((key, k)) = self.seaorm_found_key(init) {
+            let text = self.text_of(k);
+            self.aliases.insert(format!("{var}.{key}"), text);
+            return;
+        }
         let mut e = init;
         let mut params = Vec::new();
         let lit = loop {
@@ -1272,4 +1313,31 @@ fn collect_idents(pat: &syn::Pat, out: &mut Vec<String>) {
         }
     }
     Idents(out).visit_pat(pat);
+}
+
+/// The expressions whose value `e` takes: `e` itself, or the tail of every arm of an `if` (with
+/// its `else`) or `match`, through blocks. False when an arm has no tail value.
+fn arm_tails<'e>(e: &'e syn::Expr, out: &mut Vec<&'e syn::Expr>) -> bool {
+    match e {
+        syn::Expr::If(i) => match &i.else_branch {
+            Some((_, other)) => block_tail(&i.then_branch, out) && arm_tails(other, out),
+            None => false,
+        },
+        syn::Expr::Match(m) => !m.arms.is_empty() && m.arms.iter().all(|a| arm_tails(&a.body, out)),
+        syn::Expr::Block(b) if b.label.is_none() => block_tail(&b.block, out),
+        syn::Expr::Paren(p) => arm_tails(&p.expr, out),
+        // An arm that leaves gives the binding no value.
+        syn::Expr::Return(_) | syn::Expr::Break(_) | syn::Expr::Continue(_) => true,
+        _ => {
+            out.push(e);
+            true
+        }
+    }
+}
+
+fn block_tail<'e>(b: &'e syn::Block, out: &mut Vec<&'e syn::Expr>) -> bool {
+    match b.stmts.last() {
+        Some(syn::Stmt::Expr(tail, None)) => arm_tails(tail, out),
+        _ => false,
+    }
 }
