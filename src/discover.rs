@@ -12,7 +12,8 @@ pub struct Discovered {
     pub files: Vec<PathBuf>,
     /// Explicit paths that do not exist.
     pub missing: Vec<PathBuf>,
-    /// Explicit files skipped because of their ending, or excluded with `--force-exclude`.
+    /// Explicit files skipped because of their ending, or excluded with `--force-exclude`, and
+    /// symbolic links out of a folder walked.
     pub skipped: Vec<(PathBuf, &'static str)>,
     /// Paths the walk could not read (a folder without permission, a symlink loop), and why:
     /// each becomes a `read-error`.
@@ -88,16 +89,31 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
         if force_exclude && excluded(path) {
             continue;
         }
+        // Links are followed inside the folder walked, not out of it (a link to `/` would lint
+        // the machine); a link named on the command line is a folder walked.
+        let root = path.canonicalize().unwrap_or_else(|_| path.clone());
+        let outside = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = outside.clone();
         let walker = ignore::WalkBuilder::new(path)
             .hidden(true)
             .require_git(false)
             .follow_links(true)
             .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(|e| {
+            .filter_entry(move |e| {
                 let name = e.file_name();
-                !(e.depth() > 0
+                if e.depth() > 0
                     && e.file_type().is_some_and(|t| t.is_dir())
-                    && (name == "target" || name == "node_modules"))
+                    && (name == "target" || name == "node_modules")
+                {
+                    return false;
+                }
+                let leaves = e.depth() > 0
+                    && e.path_is_symlink()
+                    && e.path().canonicalize().is_ok_and(|t| !t.starts_with(&root));
+                if leaves && let Ok(mut v) = seen.lock() {
+                    v.push(e.path().to_path_buf());
+                }
+                !leaves
             })
             .build();
         for entry in walker {
@@ -117,6 +133,14 @@ pub fn discover(paths: &[PathBuf], cwd: &Path, config: &Config, force_exclude: b
                 // A FIFO named `x.sql` would block the run: reported, not read.
                 out.files.push(p.to_path_buf());
             }
+        }
+        if let Ok(mut v) = outside.lock() {
+            out.skipped.extend(v.drain(..).map(|p| {
+                (
+                    p,
+                    "a symbolic link out of the folder walked; not followed (name it to read it)",
+                )
+            }));
         }
     }
     out.files.sort();

@@ -345,3 +345,57 @@ fn hostile_inputs_finish_say_what_was_not_read_and_stay_in_bounds() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A link out of the folder walked (to `/`, to `/proc`, to another checkout) is not followed:
+/// its files are not linted and the run says so; named on the command line, it is read.
+#[test]
+fn links_out_of_the_folder_walked_are_not_followed_unless_named() {
+    let d = dir("link-out");
+    let project = d.join("project");
+    let outside = d.join("outside");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    write(&project, "ok.sql", "SELECT 1;\n");
+    write(&outside, "far.sql", "SELECT pg_advisory_xact_lock(1);\n");
+    std::os::unix::fs::symlink(&outside, project.join("elsewhere")).unwrap();
+    // A hidden folder is not walked: its file is reached only through the link inside.
+    std::fs::create_dir_all(project.join(".inner")).unwrap();
+    std::os::unix::fs::symlink(project.join(".inner"), project.join("near")).unwrap();
+    write(
+        &project.join(".inner"),
+        "near.sql",
+        "SELECT pg_advisory_xact_lock(2);\n",
+    );
+
+    let (code, json, err, _) = run(&project);
+    let paths: Vec<String> = json["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| d["path"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        !paths.iter().any(|p| p.contains("far.sql")),
+        "a file behind a link out of the folder was linted: {paths:?}"
+    );
+    assert!(
+        err.contains("elsewhere") && err.contains("out of the folder walked"),
+        "the link out is not mentioned: {err}"
+    );
+    assert!(
+        paths.iter().any(|p| p.contains("near/near.sql")),
+        "a link inside the folder must still be followed: {paths:?}"
+    );
+    assert_eq!(code, Some(1));
+
+    let (_, json, _, _) = run(&project.join("elsewhere"));
+    assert!(
+        json["diagnostics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|d| d["path"].as_str().is_some_and(|p| p.contains("far.sql"))),
+        "a link named on the command line must be read: {json}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
