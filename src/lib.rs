@@ -574,12 +574,36 @@ pub(crate) fn read(path: &Path) -> Result<(String, Option<usize>), String> {
     if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
         return Err("file is UTF-16 (it starts with a UTF-16 byte-order mark); txlint reads UTF-8: save it as UTF-8, not analysed".to_string());
     }
+    if let Some(order) = utf16_without_bom(&bytes) {
+        return Err(format!(
+            "file looks like UTF-16{order} without a byte-order mark (every other byte is NUL); txlint reads UTF-8: save it as UTF-8, not analysed"
+        ));
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok((text, None)),
         Err(e) => {
             let offset = e.utf8_error().valid_up_to();
             Ok((replace_invalid(e.into_bytes()), Some(offset)))
         }
+    }
+}
+
+/// `LE` or `BE` when the file's start reads as UTF-16 text with no byte-order mark: nearly
+/// every pair of bytes is one character and a NUL, in the same order (UTF-8 text has no NULs
+/// there, so PostgreSQL would reject it anyway).
+fn utf16_without_bom(bytes: &[u8]) -> Option<&'static str> {
+    let head = &bytes[..bytes.len().min(4096) & !1];
+    let pairs = head.len() / 2;
+    if pairs < 2 {
+        return None;
+    }
+    let count = |f: fn(&[u8]) -> bool| head.chunks_exact(2).filter(|p| f(p)).count();
+    let le = count(|p| p[0] != 0 && p[1] == 0);
+    let be = count(|p| p[0] == 0 && p[1] != 0);
+    match (le * 10 >= pairs * 9, be * 10 >= pairs * 9) {
+        (true, _) => Some("LE"),
+        (_, true) => Some("BE"),
+        _ => None,
     }
 }
 

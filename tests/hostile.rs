@@ -115,6 +115,17 @@ fn cases() -> Vec<Case> {
             expect: Some(("read-error", "UTF-16")),
         },
         Case {
+            name: "utf16-without-bom",
+            make: |d| {
+                let mut b = Vec::new();
+                for u in "SELECT pg_advisory_xact_lock(1);\n".encode_utf16() {
+                    b.extend(u.to_le_bytes());
+                }
+                write(d, "wide.sql", b)
+            },
+            expect: Some(("read-error", "UTF-16LE")),
+        },
+        Case {
             name: "crlf",
             make: |d| {
                 write(
