@@ -226,8 +226,13 @@ impl Config {
         Ok(config)
     }
 
-    /// Parse and check the text of a config file; errors carry a 1-based line.
+    /// Parse and check the text of a config file; errors carry a 1-based line, and quote at
+    /// most the start of a long value (see [`clipped`]).
     pub fn parse(text: &str) -> Result<Config, (Option<usize>, String)> {
+        Self::parse_text(text).map_err(|(line, message)| (line, clipped(&message)))
+    }
+
+    fn parse_text(text: &str) -> Result<Config, (Option<usize>, String)> {
         let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
         let config: Config = toml::from_str(text)
             .map_err(|e| (e.span().map(|s| line_of(s.start)), e.message().to_string()))?;
@@ -325,6 +330,27 @@ impl Config {
     }
 }
 
+/// `message` with every word longer than [`LONGEST_QUOTED`] characters cut to its start and
+/// its length: an error about a 10 MB value names it, it does not print it.
+fn clipped(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4096));
+    for (i, word) in message.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let n = word.chars().count();
+        if n > LONGEST_QUOTED {
+            out.extend(word.chars().take(LONGEST_QUOTED / 2));
+            out.push_str(&format!("... ({n} characters)"));
+        } else {
+            out.push_str(word);
+        }
+    }
+    out
+}
+
+const LONGEST_QUOTED: usize = 120;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +415,17 @@ mod tests {
 
     #[test]
     fn bad_value_and_unknown_rule_name_line() {
+        let long = "y".repeat(100_000);
+        let (_, msg) = Config::parse(&format!("exclude = [\"{long}[\"]\n")).unwrap_err();
+        assert!(msg.starts_with("bad glob `yyyy"), "{msg}");
+        assert!(msg.contains(" characters)") && msg.len() < 1_000, "{msg}");
+        let (line, msg) = Config::parse(&format!("{long} = 1\n")).unwrap_err();
+        assert_eq!(line, Some(1));
+        assert!(
+            msg.len() < 1_000,
+            "an unknown key is not echoed whole: {}",
+            msg.len()
+        );
         let (line, msg) = Config::parse("[sql]\nmode = \"sometimes\"\n").unwrap_err();
         assert_eq!(line, Some(2));
         assert!(msg.contains("sometimes"), "{msg}");

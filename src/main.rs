@@ -79,7 +79,7 @@ enum Command {
     /// what is missing. The rest of the project is read as context (its schema).
     Witness {
         /// The finding: `path:line`, as `txlint check` prints it.
-        at: String,
+        at: std::ffi::OsString,
         /// `json`: the setup, the steps and what shows the race, for a driver.
         #[arg(long, value_enum, default_value_t = WitnessFormat::Text)]
         format: WitnessFormat,
@@ -397,12 +397,9 @@ fn load(
 }
 
 /// `txlint witness path:line`.
-fn witness(at: &str, format: WitnessFormat, config: Option<&Path>) -> ExitCode {
-    let Some((path, line)) = at
-        .rsplit_once(':')
-        .and_then(|(p, l)| Some((PathBuf::from(p), l.parse::<usize>().ok()?)))
-    else {
-        return fail(format!("`{at}` is not path:line"));
+fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -> ExitCode {
+    let Some((path, line)) = path_and_line(at) else {
+        return fail(format!("`{}` is not path:line", at.to_string_lossy()));
     };
     let run = match load(std::slice::from_ref(&path), config, false, true, false) {
         Ok(run) => run,
@@ -433,7 +430,7 @@ fn witness(at: &str, format: WitnessFormat, config: Option<&Path>) -> ExitCode {
             true => "it has no findings".to_string(),
             false => format!("its findings are at lines {}", lines.join(", ")),
         };
-        return fail(format!("no finding at {at}: {hint}"));
+        return fail(format!("no finding at {}: {hint}", at.to_string_lossy()));
     }
     let index = txlint::witness::Witnesses::new(&run);
     let results: Vec<_> = here.iter().map(|d| index.of(d)).collect();
@@ -687,4 +684,25 @@ fn terminal_width() -> usize {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(100)
+}
+
+/// `path:line`, the path in any bytes the file system takes (not only UTF-8).
+fn path_and_line(at: &std::ffi::OsStr) -> Option<(PathBuf, usize)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = at.as_bytes();
+        let colon = bytes.iter().rposition(|&b| b == b':')?;
+        let line = std::str::from_utf8(&bytes[colon + 1..])
+            .ok()?
+            .parse()
+            .ok()?;
+        let path = std::ffi::OsStr::from_bytes(&bytes[..colon]);
+        Some((PathBuf::from(path), line))
+    }
+    #[cfg(not(unix))]
+    {
+        let (path, line) = at.to_str()?.rsplit_once(':')?;
+        Some((PathBuf::from(path), line.parse().ok()?))
+    }
 }

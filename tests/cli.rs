@@ -1152,3 +1152,31 @@ fn positions_after_multibyte_characters_on_the_line() {
     assert_eq!(start["column"], 89, "{out}");
     assert_eq!(start["offset"], 94, "{out}");
 }
+
+/// A file whose name is not UTF-8 is linted, and its finding can be witnessed by that name.
+#[cfg(unix)]
+#[test]
+fn witness_takes_a_path_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = Dir::new("witness-bytes");
+    let name = std::ffi::OsStr::from_bytes(b"q\xff.sql");
+    std::fs::write(
+        d.path().join(name),
+        "SELECT 1;\nSELECT pg_advisory_xact_lock(7);\n",
+    )
+    .unwrap();
+    let mut at = name.to_os_string();
+    at.push(":2");
+    let o = Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .current_dir(d.path())
+        .arg("witness")
+        .arg(&at)
+        .output()
+        .expect("txlint");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("pg_advisory_xact_lock(7)"),
+        "{}",
+        stdout(&o)
+    );
+}
