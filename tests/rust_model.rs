@@ -1003,3 +1003,51 @@ async fn reader(pool: &PgPool) -> sqlx::Result<()> {
         [(48, "pg_advisory_lock_shared(9)".into())]
     );
 }
+
+/// SQL chosen by `if`/`match`, filled into a `format!` hole, or returned by a helper that builds
+/// it: each text is a statement, and the texts are alternatives that never run together.
+#[test]
+fn sql_chosen_at_run_time_is_each_of_its_texts_in_exclusive_arms() {
+    let src = r#"
+async fn f(pool: &PgPool, key: i64, shared: bool) {
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query(&lock_sql(shared)).bind(key).execute(&mut *tx).await;
+    let table = match key { 0 => "a", _ => "b" };
+    sqlx::query(&format!("UPDATE {} SET n = 1", table)).execute(&mut *tx).await;
+    tx.commit().await;
+}
+
+fn lock_sql(shared: bool) -> String {
+    let mode = if shared { "_shared" } else { "" };
+    format!("SELECT pg_advisory_xact_lock{}($1)", mode)
+}
+"#;
+    let u = units(src, "");
+    let f = unit(&u, "f");
+    let all = steps(f);
+    let texts: Vec<String> = all
+        .iter()
+        .map(|(_, s)| {
+            let e = s.facts.extra();
+            let locks: Vec<String> = e.advisory.iter().map(|a| a.function.to_string()).collect();
+            let writes: Vec<String> = s.facts.writes.iter().map(|t| t.name.to_string()).collect();
+            format!("{}{}", locks.join(","), writes.join(","))
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "pg_advisory_xact_lock_shared",
+            "pg_advisory_xact_lock",
+            "a",
+            "b"
+        ]
+    );
+    // The two locks are arms of one choice, and so are the two updates.
+    let arm = |i: usize| *all[i].1.branch.last().expect("in an arm");
+    assert!(f.exclusive(&all[0].1.branch, &all[1].1.branch));
+    assert!(f.exclusive(&all[2].1.branch, &all[3].1.branch));
+    assert_ne!(arm(0), arm(1));
+    // A lock and an update run together.
+    assert!(!f.exclusive(&all[0].1.branch, &all[2].1.branch));
+}

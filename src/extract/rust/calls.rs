@@ -292,6 +292,8 @@ impl<'a> Walker<'a, '_> {
             dialect: None,
             template: true,
             rows: None,
+            alts: Vec::new(),
+            chosen: false,
         }
     }
 
@@ -476,6 +478,23 @@ impl<'a> Walker<'a, '_> {
             let at = self.call_span(c);
             self.emit(&sql, h, text, at);
             return Value::None;
+        }
+        // `sqlx::query(&lock_query(shared))`: a function of the run that builds text (not
+        // async, returns `String`, `&str` or `Cow`) gives the SQL it returns for these arguments.
+        let local = segments[..segments.len() - 1]
+            .iter()
+            .all(|s| matches!(s.as_str(), "self" | "Self" | "super" | "crate"));
+        if local
+            && !args.iter().any(|a| matches!(a, Value::Handle(_)))
+            && let Some(i) = self.ix.function(name, self.file)
+            && self.ix.fns[i].builds_text()
+        {
+            let at = self.call_span(c);
+            let given = self.passed(&args, c.args.iter());
+            let texts = self.arg_texts(c.args.iter());
+            if let v @ Value::Sql(_) = self.inline_fn(i, None, &given, &texts, at) {
+                return v;
+            }
         }
         // Constructors: PgPool::connect, PgConnection::connect, tokio_postgres::connect, ...
         if matches!(
@@ -680,6 +699,7 @@ impl<'a> Walker<'a, '_> {
         };
         let mut edits = Vec::new();
         let mut template = false;
+        let mut choices: Vec<(usize, Vec<String>)> = Vec::new();
         for (range, what) in placeholders(&fmt.text) {
             let name = match what {
                 Err(brace) => {
@@ -698,7 +718,15 @@ impl<'a> Walker<'a, '_> {
                     .or_else(|| syn::parse_str::<syn::Expr>(&name).ok())
             };
             let text = match arg.map(|a| self.sql_only(&a)) {
-                Some(Value::Sql(v)) if !v.text.contains(['\n', ';']) => v.text,
+                Some(Value::Sql(v)) if !v.text.contains(['\n', ';']) => {
+                    // A hole filled with one of several texts: each combination is an
+                    // alternative of the whole (up to `MAX_ALTS`).
+                    if !v.alts.is_empty() {
+                        let texts = v.alts.iter().map(|a| a.text.clone());
+                        choices.push((edits.len(), texts.collect::<Vec<_>>()));
+                    }
+                    v.text
+                }
                 _ => {
                     template = true;
                     stand_in(&fmt.text[..range.start], range.len())
@@ -707,10 +735,39 @@ impl<'a> Walker<'a, '_> {
             edits.push((range, text));
         }
         let (text, map) = fmt.map.splice(&fmt.text, &edits);
+        let mut combos = vec![edits];
+        for (k, texts) in choices {
+            let more: Vec<_> = combos
+                .iter()
+                .flat_map(|e| texts.iter().map(move |t| (e, t)))
+                .filter(|(_, t)| !t.contains(['\n', ';']))
+                .map(|(e, t)| {
+                    let mut e = e.clone();
+                    e[k].1 = t.clone();
+                    e
+                })
+                .collect();
+            combos.extend(more);
+            combos.truncate(MAX_ALTS);
+        }
+        let alts = combos
+            .iter()
+            .skip(1)
+            .map(|e| {
+                let (text, map) = fmt.map.splice(&fmt.text, e);
+                Sql {
+                    text,
+                    map,
+                    alts: Vec::new(),
+                    ..fmt.clone()
+                }
+            })
+            .collect();
         Sql {
             text,
             map,
             template: fmt.template || template,
+            alts,
             ..fmt
         }
     }
@@ -770,6 +827,8 @@ impl<'a> Walker<'a, '_> {
             dialect: None,
             template: false,
             rows: None,
+            alts: Vec::new(),
+            chosen: false,
         })
     }
 
@@ -922,8 +981,19 @@ impl<'a> Walker<'a, '_> {
         let tail = self.block_value(block);
         let mut returned = self.returned.pop().unwrap_or_default();
         returned.push(tail);
-        match returned.iter().find(|v| matches!(v, Value::Handle(_))) {
-            Some(h) => h.clone(),
+        if let Some(h) = returned.iter().find(|v| matches!(v, Value::Handle(_))) {
+            return h.clone();
+        }
+        // Text returned on every path (`fn q(shared: bool) -> String`): each text it may be.
+        let texts = returned.iter().map(|v| match v {
+            Value::Sql(s) => Some(s.clone()),
+            _ => None,
+        });
+        match texts.collect::<Option<Vec<Sql>>>() {
+            Some(all) => all
+                .into_iter()
+                .reduce(Sql::or)
+                .map_or(Value::None, Value::Sql),
             None => data_of(&returned),
         }
     }
@@ -963,6 +1033,20 @@ impl<'a> Walker<'a, '_> {
     /// Send `sql` through `handle` by the call at `site`: one step per statement, in the
     /// handle's session walker. The result is the data the statements return.
     pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String, site: Span) -> Value {
+        // Texts chosen at run time: one arm each.
+        if !sql.alts.is_empty() {
+            let c = self.choice();
+            let mut results = Flow::new();
+            for v in sql.variants() {
+                let via = via.clone();
+                if let Value::Data(f) = self.in_arm(Some(c), &Flow::new(), false, |w| {
+                    w.emit(&v, handle, via, site)
+                }) {
+                    results.extend(f);
+                }
+            }
+            return Value::Data(results);
+        }
         let propagated = self.passes_on && self.tried.contains(&site);
         let dialect = self.dialect(sql, handle);
         let key = (sql.key(), dialect);

@@ -505,6 +505,8 @@ impl Walker<'_, '_> {
             dialect: None,
             template: false,
             rows: None,
+            alts: Vec::new(),
+            chosen: false,
         };
         let site = self.method_site(m);
         self.emit(&sql, handle, via, site)

@@ -808,6 +808,15 @@ struct FnDef<'a> {
     owner: Option<&'a syn::Type>,
 }
 
+impl FnDef<'_> {
+    /// A plain function returning text (`fn lock_query(shared: bool) -> String`): what it
+    /// returns may be SQL its callers send.
+    fn builds_text(&self) -> bool {
+        self.sig.asyncness.is_none()
+            && matches!(&self.sig.output, syn::ReturnType::Type(_, t) if mentions_text(t))
+    }
+}
+
 /// What the whole run's Rust code declares: functions, string constants, struct fields that
 /// hold database handles.
 struct Index<'a> {
@@ -1192,7 +1201,15 @@ struct Sql {
     /// Its `VALUES` rows come from a collection (`push_values`): whether that is sorted, and
     /// where the collection is named.
     rows: Option<(bool, Span)>,
+    /// Other texts it may be, chosen at run time (`if shared { "..SHARE" } else { "..UPDATE" }`,
+    /// a `format!` hole filled so): sent, each is one arm of a choice.
+    alts: Vec<Sql>,
+    /// One of several texts written at one place: its text is part of its key.
+    chosen: bool,
 }
+
+/// Texts one value may be, at most (the first ones written are kept).
+const MAX_ALTS: usize = 4;
 
 /// A host value bound to a parameter.
 #[derive(Clone, Debug)]
@@ -1250,11 +1267,43 @@ impl Sql {
     /// became is part of its key.
     fn key(&self) -> (FileId, usize, u64) {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        let text = match self.template {
+        let text = match self.template || self.chosen {
             true => BuildHasherDefault::<DefaultHasher>::default().hash_one(&self.text),
             false => 0,
         };
         (self.file, self.map.host(0), text)
+    }
+
+    /// This text or `other`'s (the arms of an `if` or a `match`): alternatives, one per
+    /// distinct text.
+    fn or(mut self, other: Sql) -> Sql {
+        let mut other = other;
+        let more = std::mem::take(&mut other.alts);
+        for s in std::iter::once(other).chain(more) {
+            if s.text != self.text && !self.alts.iter().any(|a| a.text == s.text) {
+                self.alts.push(s);
+            }
+        }
+        self.alts.truncate(MAX_ALTS - 1);
+        self
+    }
+
+    /// The texts it may be: itself, then its alternatives, each with its flags and binds.
+    fn variants(&self) -> Vec<Sql> {
+        let mut first = self.clone();
+        let alts = std::mem::take(&mut first.alts);
+        let mut out = vec![first.clone()];
+        out.extend(alts.into_iter().map(|a| Sql {
+            file: a.file,
+            text: a.text,
+            map: a.map,
+            template: self.template || a.template,
+            ..first.clone()
+        }));
+        for v in &mut out {
+            v.chosen = true;
+        }
+        out
     }
 
     fn concat(mut self, other: Sql) -> Sql {

@@ -800,6 +800,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                         a.extend(b);
                         Value::Data(a)
                     }
+                    // `let q = if shared { ".. FOR SHARE" } else { ".. FOR UPDATE" }`.
+                    (Value::Sql(a), Value::Sql(b)) => Value::Sql(a.or(b)),
                     _ => Value::None,
                 }
             }
@@ -812,6 +814,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                 // `match found { Some(row) => row, None => new.insert(tx)? }`: the rows of the
                 // arms that give a value, when each gives one computed from the database.
                 let mut rows: Option<Flow> = Some(Flow::default());
+                // `match kind { Kind::A => "UPDATE ..", Kind::B => "DELETE .." }`: each text.
+                let mut texts: Option<Option<Sql>> = Some(None);
                 for arm in &m.arms {
                     self.derive_loop_vars(&arm.pat, &m.expr);
                     let failed = pattern_is(&arm.pat, "Err");
@@ -824,6 +828,12 @@ impl<'a, 'w> Walker<'a, 'w> {
                         let v = w.with_backend(backend, |w| w.expr(&arm.body));
                         w.or_data(v, &arm.body)
                     });
+                    texts = match (texts, &v) {
+                        (Some(None), Value::Sql(s)) => Some(Some(s.clone())),
+                        (Some(Some(a)), Value::Sql(s)) => Some(Some(a.or(s.clone()))),
+                        (t, _) if diverges(&arm.body) => t,
+                        _ => None,
+                    };
                     rows = match (rows, v) {
                         (Some(mut a), Value::Data(b)) => {
                             a.extend(b);
@@ -832,6 +842,9 @@ impl<'a, 'w> Walker<'a, 'w> {
                         (rows, _) if diverges(&arm.body) => rows,
                         _ => None,
                     };
+                }
+                if let Some(Some(sql)) = texts {
+                    return Value::Sql(sql);
                 }
                 rows.filter(|r| !r.is_empty())
                     .map_or(Value::None, Value::Data)
@@ -962,6 +975,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                 dialect: None,
                 template: false,
                 rows: None,
+                alts: Vec::new(),
+                chosen: false,
             }),
             None => Value::None,
         }
