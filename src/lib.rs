@@ -299,11 +299,12 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         unit.test |= config.is_test_path(&program.files[unit.span.file].path);
     }
     let mut projects = std::collections::HashMap::new();
-    let superseded: std::collections::HashMap<Span, Span> = extract::superseded(&routines, |f| {
-        project_of(&program.files[f].path, &mut projects)
-    })
-    .into_iter()
-    .collect();
+    let superseded: std::collections::HashMap<Span, extract::Superseded> =
+        extract::superseded(&routines, |f| {
+            project_of(&program.files[f].path, &mut projects)
+        })
+        .into_iter()
+        .collect();
     for mut unit in std::mem::take(&mut program.units) {
         if let Some((other, dialect)) = unit.split_off_dialects() {
             program.skipped.push((other, model::Skip::Dialect(dialect)));
@@ -315,10 +316,13 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             .then(|| superseded.get(&unit.span))
             .flatten();
         let skip = match gone {
-            Some(&by) if routines.iter().any(|e| e.span == by && e.dropped) => {
+            Some(&extract::Superseded::By(by))
+                if routines.iter().any(|e| e.span == by && e.dropped) =>
+            {
                 Some(model::Skip::Dropped(by))
             }
-            Some(&by) => Some(model::Skip::Replaced(by)),
+            Some(&extract::Superseded::By(by)) => Some(model::Skip::Replaced(by)),
+            Some(&extract::Superseded::CopyOf(first)) => Some(model::Skip::Copy(first)),
             None if unit.test && !config.include_tests => Some(model::Skip::Test),
             None => None,
         };

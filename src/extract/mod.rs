@@ -183,6 +183,34 @@ pub struct RoutineEvent {
     /// The `CREATE` or `DROP` statement.
     pub span: Span,
     pub dropped: bool,
+    /// A hash of the `CREATE` statement's words (0 for a `DROP`): two definitions with the
+    /// same digest are one text.
+    pub digest: u64,
+}
+
+impl RoutineEvent {
+    /// The digest of a statement's text, whitespace and line comments aside (a generated
+    /// bundle may drop them; both copies are cut alike, also inside a string).
+    pub fn digest_of(text: &str) -> u64 {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let words: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_once("--").map_or(l, |(code, _)| code))
+            .flat_map(str::split_whitespace)
+            .collect();
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(words)
+    }
+}
+
+/// Why a routine's unit is not analysed (see [`superseded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Superseded {
+    /// A later `CREATE OR REPLACE` or `DROP` (here).
+    By(Span),
+    /// The same text as the definition here, earlier in the run, which is analysed instead:
+    /// a bundle that concatenates the per-routine sources, a migration that re-creates a
+    /// routine unchanged. Findings point where it was first written.
+    CopyOf(Span),
 }
 
 /// Units of routines that a later `CREATE OR REPLACE` or `DROP` of the same project supersedes,
@@ -192,22 +220,56 @@ pub struct RoutineEvent {
 pub fn superseded<P: Eq + std::hash::Hash>(
     events: &[RoutineEvent],
     mut project: impl FnMut(FileId) -> P,
-) -> Vec<(Span, Span)> {
+) -> Vec<(Span, Superseded)> {
     // From the end: the events after each one, latest first, by project and name.
-    let mut after = std::collections::HashMap::<_, Vec<(Option<usize>, Span)>>::new();
-    let mut out = Vec::new();
-    for e in events.iter().rev() {
+    let mut after = std::collections::HashMap::<_, Vec<(Option<usize>, usize)>>::new();
+    let mut by: Vec<Option<usize>> = vec![None; events.len()];
+    for (i, e) in events.iter().enumerate().rev() {
         let later = after
             .entry((project(e.span.file), e.name.as_str()))
             .or_default();
         if !e.dropped
-            && let Some((_, by)) = later
+            && let Some((_, j)) = later
                 .iter()
                 .find(|(a, _)| a.is_none() || e.arity.is_none() || *a == e.arity)
         {
-            out.push((e.span, *by));
+            by[i] = Some(*j);
         }
-        later.push((e.arity, e.span));
+        later.push((e.arity, i));
+    }
+    // A live definition whose text earlier definitions repeat: the copy in the file that
+    // defines the fewest routines (the routine's own source, not a bundle of all of them),
+    // the earliest of those, is analysed in its place.
+    let mut defined_in = std::collections::HashMap::<FileId, usize>::new();
+    for e in events.iter().filter(|e| !e.dropped) {
+        *defined_in.entry(e.span.file).or_default() += 1;
+    }
+    let rank = |k: usize| (defined_in.get(&events[k].span.file).copied(), k);
+    let mut first: Vec<Option<usize>> = vec![None; events.len()];
+    for (i, e) in events.iter().enumerate() {
+        if let Some(j) = by[i]
+            && !e.dropped
+            && events[j].digest == e.digest
+        {
+            let best = [first[i].unwrap_or(i), first[j].unwrap_or(j)]
+                .into_iter()
+                .chain(first[j])
+                .min_by_key(|&k| rank(k));
+            first[j] = best.filter(|&k| k != j);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        match (by[i], first[i]) {
+            (None, Some(f)) => out.push((e.span, Superseded::CopyOf(events[f].span))),
+            (Some(j), _) => {
+                let live_copy = by[j].is_none() && first[j].is_some_and(|f| f == i);
+                if !live_copy {
+                    out.push((e.span, Superseded::By(events[j].span)));
+                }
+            }
+            (None, None) => {}
+        }
     }
     out
 }
@@ -230,5 +292,58 @@ impl std::ops::AddAssign for Stats {
         self.parsed += o.parsed;
         self.fallback += o.fallback;
         self.rust_skipped += o.rust_skipped;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(file: FileId, at: usize, text: &str) -> RoutineEvent {
+        RoutineEvent {
+            name: "debit".into(),
+            arity: Some(2),
+            span: Span::new(file, at..at + 1),
+            dropped: false,
+            digest: RoutineEvent::digest_of(text),
+        }
+    }
+
+    #[test]
+    fn a_later_redefinition_supersedes_and_an_identical_copy_points_at_its_source() {
+        let body = "CREATE FUNCTION debit(a int, n int) AS $$ UPDATE w SET b = b - n; $$";
+        // The source (file 1, one routine) and a bundle (file 2, applied later, with a second
+        // routine): the bundle's copy is the live one, the source is analysed in its place.
+        let mut other = def(2, 0, "CREATE FUNCTION credit(a int) AS $$ $$");
+        other.name = "credit".into();
+        let source = def(1, 0, &format!("{body} -- the source"));
+        let bundle = def(2, 50, &body.replace(' ', "  "));
+        let out = superseded(&[source.clone(), other, bundle.clone()], |_| ());
+        assert_eq!(out, [(bundle.span, Superseded::CopyOf(source.span))]);
+        // Three copies, the middle one in the smallest file: it is analysed, the first is
+        // superseded by the live one, which is a copy of the middle one.
+        let a = def(3, 0, body);
+        let mut filler = def(3, 10, "CREATE FUNCTION x() AS $$ $$");
+        filler.name = "x".into();
+        let b = def(4, 0, body);
+        let c = def(5, 0, body);
+        let mut more = def(5, 10, "CREATE FUNCTION y() AS $$ $$");
+        more.name = "y".into();
+        let out = superseded(&[a.clone(), filler, b.clone(), c.clone(), more], |_| ());
+        assert_eq!(
+            out,
+            [
+                (a.span, Superseded::By(c.span)),
+                (c.span, Superseded::CopyOf(b.span)),
+            ]
+        );
+        // A different text later replaces: nothing is a copy.
+        let changed = def(
+            6,
+            0,
+            "CREATE FUNCTION debit(a int, n int) AS $$ SELECT 1; $$",
+        );
+        let out = superseded(&[a.clone(), changed.clone()], |_| ());
+        assert_eq!(out, [(a.span, Superseded::By(changed.span))]);
     }
 }

@@ -65,6 +65,7 @@ pub fn extract(
                 arity,
                 span: step.span,
                 dropped: true,
+                digest: 0,
             });
         }
         steps.push((step, stmt.message));
@@ -233,6 +234,7 @@ impl Front {
                         arity: *arity,
                         span: Span::new(self.file, stmt.range.clone()),
                         dropped: false,
+                        digest: RoutineEvent::digest_of(src.get(stmt.range.clone()).unwrap_or("")),
                     });
                 }
                 (UnitKind::Routine, name.map(|(n, _)| n))

@@ -51,6 +51,9 @@ pub enum Skip {
     Replaced(Span),
     /// A routine that a later `DROP FUNCTION|PROCEDURE` (here) removes.
     Dropped(Span),
+    /// The same text as an earlier definition (here), which is analysed in its place: findings
+    /// point where the routine was first written (a bundle of the per-routine sources).
+    Copy(Span),
     /// Statements for a database the core rules have no semantics for (SQLite, SQL Server, one
     /// txlint cannot tell): read and parsed, not analysed.
     Dialect(crate::source::Dialect),

@@ -126,6 +126,10 @@ pub fn render(run: &Run) -> String {
             }
             Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
             Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
+            Skip::Copy(first) => format!(
+                "the same text as the definition at {}, analysed there",
+                at(*first)
+            ),
             Skip::Dialect(d) => format!(
                 "{} statements for {}: parsed, but the core rules have no semantics for it",
                 unit.transactions
