@@ -285,18 +285,20 @@ pub fn fresh_rows(schema: &schema::Schema, steps: &[Step], step: &Step, table: &
                 })
             })
     };
-    keyed.into_iter().any(|o| {
-        let [param] = o.params[..] else {
-            return false;
-        };
-        o.text.trim() == format!("${param}")
-            && step
-                .host()
-                .inputs
-                .iter()
-                .find(|i| i.param == param)
-                .is_some_and(new_key)
-    })
+    keyed
+        .into_iter()
+        .any(|o| bare_input(step, o).is_some_and(new_key))
+}
+
+/// The host value an operand is, when it is a bare parameter (`$2`, not `$2 + 1`).
+pub fn bare_input<'s>(step: &'s Step, o: &Operand) -> Option<&'s Input> {
+    let [param] = o.params[..] else {
+        return None;
+    };
+    if o.text.trim() != format!("${param}") {
+        return None;
+    }
+    step.host().inputs.iter().find(|i| i.param == param)
 }
 
 /// Session advisory locks the unit holds from before `from` until `to` (taken on any of its

@@ -2,7 +2,7 @@
 
 use super::{RULE, guarded};
 use crate::diagnostic::Diagnostic;
-use crate::model::flow::from_held_rows;
+use crate::model::flow::{bare_input, from_held_rows};
 use crate::model::*;
 use crate::rules::Context;
 
@@ -65,15 +65,6 @@ fn shares_held_value(tx: &Transaction, step: &Step) -> bool {
         return false;
     }
     step.facts.inserts.iter().any(|(_, o)| {
-        let [param] = o.params[..] else {
-            return false;
-        };
-        o.text.trim() == format!("${param}")
-            && step
-                .host()
-                .inputs
-                .iter()
-                .find(|i| i.param == param)
-                .is_some_and(|i| from_held_rows(&tx.steps, step.seq, &[i]))
+        bare_input(step, o).is_some_and(|i| from_held_rows(&tx.steps, step.seq, &[i]))
     })
 }
