@@ -318,6 +318,9 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                             }
                             None
                         }
+                        // A save of a document the client never opened here is not ours
+                        // to keep or publish.
+                        "textDocument/didSave" if !docs.contains_key(&uri) => continue,
                         "textDocument/didSave" => n.params["text"].as_str().map(str::to_string),
                         "textDocument/didClose" => {
                             docs.remove(&uri);

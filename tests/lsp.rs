@@ -561,3 +561,21 @@ fn a_changed_configuration_lints_open_documents_again() {
     stop(client, handle);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A save with text for a document the client never opened is neither kept nor published: the
+/// next diagnostics are those of the document opened after it.
+#[test]
+fn a_save_of_a_document_never_opened_is_ignored() {
+    let dir = scratch("save-unopened");
+    let (client, handle) = serve_in(&dir);
+    let bad = "SELECT pg_advisory_xact_lock(1);\n";
+    let never = format!("file://{}", dir.join("never.sql").display());
+    notify(
+        &client,
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": never }, "text": bad }),
+    );
+    assert_eq!(open(&client, &dir, "q.sql", "sql", bad).len(), 1);
+    stop(client, handle);
+    let _ = std::fs::remove_dir_all(&dir);
+}
