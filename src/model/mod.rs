@@ -213,6 +213,19 @@ pub struct TriggerEvents {
     pub delete: bool,
 }
 
+impl TriggerEvents {
+    /// Whether a statement of `kind` is one of these events; none for a statement that fires
+    /// no row trigger (a `SELECT`, a call).
+    pub fn has(&self, kind: StmtKind) -> Option<bool> {
+        match kind {
+            StmtKind::Insert => Some(self.insert),
+            StmtKind::Update => Some(self.update),
+            StmtKind::Delete => Some(self.delete),
+            _ => None,
+        }
+    }
+}
+
 /// A table name that is a hole of a template (`format!("... {table} ...")`, blanked to
 /// underscores): not a table txlint knows.
 pub fn is_hole(name: &str) -> bool {

@@ -70,12 +70,7 @@ impl Callee<'_> {
             self.events
                 .iter()
                 .filter(|(arm, _)| arm == a)
-                .all(|(_, e)| match kind {
-                    StmtKind::Insert => e.insert,
-                    StmtKind::Update => e.update,
-                    StmtKind::Delete => e.delete,
-                    _ => true,
-                })
+                .all(|(_, e)| e.has(kind).unwrap_or(true))
         })
     }
 }
@@ -260,15 +255,7 @@ impl Expander<'_> {
         let table = f.writes.first().map(|t| t.name.as_str());
         self.triggers
             .iter()
-            .filter(move |t| {
-                Some(t.table.as_str()) == table
-                    && match f.kind {
-                        StmtKind::Insert => t.events.insert,
-                        StmtKind::Update => t.events.update,
-                        StmtKind::Delete => t.events.delete,
-                        _ => false,
-                    }
-            })
+            .filter(move |t| Some(t.table.as_str()) == table && t.events.has(f.kind) == Some(true))
             .map(|t| (*t, t.before))
     }
 

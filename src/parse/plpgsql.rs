@@ -410,14 +410,19 @@ impl Reader<'_> {
                 }
                 i += 1;
             } else if self.is(i, "else") {
-                if let Some((Frame::If { group, conds, .. } | Frame::Case { group, conds }, _)) =
-                    self.frames.last()
-                {
-                    let claimed = match self.frames.last() {
-                        Some((Frame::If { claimed, .. }, _)) => *claimed,
-                        _ => 0,
-                    };
-                    let (g, c) = (*group, conds.clone());
+                let top = match self.frames.last() {
+                    Some((
+                        Frame::If {
+                            group,
+                            conds,
+                            claimed,
+                        },
+                        _,
+                    )) => Some((*group, conds.clone(), *claimed)),
+                    Some((Frame::Case { group, conds }, _)) => Some((*group, conds.clone(), 0)),
+                    _ => None,
+                };
+                if let Some((g, c, claimed)) = top {
                     self.arm(Some(g), &c);
                     if claimed != 0 {
                         self.out.events.push((self.next_arm, TG_ALL & !claimed));
