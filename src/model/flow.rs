@@ -40,6 +40,9 @@ pub struct Flow<'u> {
     /// For each position: each variable the step uses, and the reads (by `seq`) whose results
     /// its value carries there.
     origins: Vec<Vec<(&'u str, Vec<usize>)>>,
+    /// Positions in `steps` of the steps that call advisory-lock functions: few, and asked
+    /// about for every read-write pair.
+    advisory: Vec<usize>,
 }
 
 impl<'u> Flow<'u> {
@@ -49,8 +52,12 @@ impl<'u> Flow<'u> {
         let mut origins = Vec::with_capacity(steps.len());
         // The reads each variable's current value comes from.
         let mut current: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut advisory = Vec::new();
         for (i, a) in steps.iter().enumerate() {
             let f = &a.step.facts;
+            if !f.extra().advisory.is_empty() {
+                advisory.push(i);
+            }
             if f.kind == StmtKind::Select && !f.modifies {
                 for t in &f.reads {
                     reads.entry(t.name.as_str()).or_default().push(i);
@@ -87,7 +94,28 @@ impl<'u> Flow<'u> {
             steps,
             reads,
             origins,
+            advisory,
         }
+    }
+
+    /// Session advisory locks the unit holds from before `from` until `to` (by `seq`: taken on
+    /// any of its sessions before `from`, with no unlock of the same key before `to`): every run
+    /// of the code between is serialised on their keys, whichever connection runs it.
+    pub fn session_locks_held(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl Iterator<Item = (&'u AdvisoryCall, &'u Step)> + '_ {
+        let calls = || {
+            let steps = self.advisory.iter().map(|&i| self.steps[i].step);
+            steps.flat_map(|s| s.facts.extra().advisory.iter().map(move |a| (a, s)))
+        };
+        calls()
+            .take_while(move |(_, s)| s.seq < from)
+            .filter(|(a, _)| a.takes_session_lock() && !a.shared)
+            .filter(move |(a, s)| {
+                !calls().any(|(x, u)| u.seq > s.seq && u.seq < to && x.releases(a))
+            })
     }
 
     /// The position of the step with this `seq`.
@@ -299,28 +327,6 @@ pub fn bare_input<'s>(step: &'s Step, o: &Operand) -> Option<&'s Input> {
         return None;
     }
     step.host().inputs.iter().find(|i| i.param == param)
-}
-
-/// Session advisory locks the unit holds from before `from` until `to` (taken on any of its
-/// sessions before `from`, with no unlock of the same key before `to`): every run of the code
-/// between is serialised on their keys, whichever connection runs it.
-pub fn session_locks_held(
-    unit: &Unit,
-    from: usize,
-    to: usize,
-) -> impl Iterator<Item = (&AdvisoryCall, &Step)> {
-    let steps = || unit.transactions.iter().flat_map(|t| &t.steps);
-    steps()
-        .filter(move |s| s.seq < from)
-        .flat_map(|s| s.facts.extra().advisory.iter().map(move |a| (a, s)))
-        .filter(|(a, _)| a.takes_session_lock() && !a.shared)
-        .filter(move |(a, s)| {
-            !steps().any(|u| {
-                u.seq > s.seq
-                    && u.seq < to
-                    && u.facts.extra().advisory.iter().any(|x| x.releases(a))
-            })
-        })
 }
 
 pub fn advisory_locks_before(

@@ -80,6 +80,9 @@ pub struct Unit {
     /// Groups of branch arms of which one run takes at most one: the arms of one `if`/`else`,
     /// `match`, PL/pgSQL `IF`/`ELSIF`/`ELSE` or `CASE`.
     pub choices: Vec<Vec<usize>>,
+    /// The choice each arm is in, indexed by arm: built from `choices` on the first
+    /// [`Unit::exclusive`] question, once the unit is complete (rules only read units).
+    choice_of: std::sync::OnceLock<Vec<u32>>,
     /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`).
     pub event_arms: Vec<(usize, TriggerEvents)>,
     /// Test code (`#[test]`, `#[cfg(test)]`, files under `tests/` or `benches/`): the core rules
@@ -106,6 +109,7 @@ impl Unit {
             loops: Vec::new(),
             handlers: Vec::new(),
             choices: Vec::new(),
+            choice_of: std::sync::OnceLock::new(),
             event_arms: Vec::new(),
             test: false,
             runner: None,
@@ -137,9 +141,20 @@ impl Unit {
         let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) else {
             return false;
         };
-        self.choices
-            .iter()
-            .any(|c| c.contains(&a[i]) && c.contains(&b[i]))
+        // A unit with routines copied in has thousands of choices and is asked about every
+        // pair of its statements: look arms up, never scan the choices.
+        let of = self.choice_of.get_or_init(|| {
+            let arms = self.choices.iter().flatten().max().map_or(0, |m| m + 1);
+            let mut of = vec![u32::MAX; arms];
+            for (c, choice) in self.choices.iter().enumerate() {
+                for &arm in choice {
+                    of[arm] = c as u32;
+                }
+            }
+            of
+        });
+        let choice = |arm: usize| of.get(arm).copied().unwrap_or(u32::MAX);
+        choice(a[i]) != u32::MAX && choice(a[i]) == choice(b[i])
     }
 
     /// `a` and a later `b` never both run in one execution: `a`'s branch arm leaves the unit

@@ -9,7 +9,7 @@ use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{
     At, Flow, advisory_locks_before, from_held_rows, is_var, one_row_lock_before, param_key,
-    session_locks_held, value_key,
+    value_key,
 };
 use crate::model::*;
 
@@ -344,7 +344,10 @@ fn finding(
     let same_tx = r.tx == w.tx;
     // A session lock held from before the read until the write (a caller's `pg_try_advisory_lock`
     // on its own connection around helpers that use the pool) serialises them.
-    if session_locks_held(unit, r.step.seq, w.step.seq).any(|(l, s)| covers(l, s, r.step)) {
+    if flow
+        .session_locks_held(r.step.seq, w.step.seq)
+        .any(|(l, s)| covers(l, s, r.step))
+    {
         return None;
     }
     // An advisory lock taken first whose key does not pin what the read checks.

@@ -4,7 +4,7 @@
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, Flow, is_var, session_locks_held, value_key};
+use crate::model::flow::{At, Flow, is_var, value_key};
 use crate::model::*;
 use crate::source::Span;
 
@@ -68,7 +68,8 @@ fn write(
         // The row is locked from the read to the write; or the database refuses the stale write;
         // or a session lock the unit holds from before the read until the write serialises runs.
         if same_tx && (locked || w.txn.isolation >= Isolation::RepeatableRead)
-            || session_locks_held(unit, r.step.seq, w.step.seq)
+            || flow
+                .session_locks_held(r.step.seq, w.step.seq)
                 .next()
                 .is_some()
         {
