@@ -269,16 +269,8 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         program.summaries.extend(x.summaries);
         declared.extend(x.declared);
         triggers.extend(x.triggers);
-        diagnostics.extend(x.limits.iter().map(|(span, what)| {
-            rules::analysis_limit::analysis_limit_diagnostic(
-                *span,
-                "txlint",
-                what,
-                &format!(
-                    "it has more than {} statements, and each one's facts stay in memory until the rules are done",
-                    extract::MAX_STATEMENTS
-                ),
-            )
+        diagnostics.extend(x.limits.iter().map(|(span, what, why)| {
+            rules::analysis_limit::analysis_limit_diagnostic(*span, "txlint", what, why)
         }));
         // A SQL file Rust code sends is parsed where it is sent (a template may only be the
         // head of a statement the code completes): what it gave as a script is not reported.

@@ -205,6 +205,19 @@ fn cases() -> Vec<Case> {
             expect: None,
         },
         Case {
+            name: "nested-ifs-in-a-body",
+            make: |d| {
+                // Each `IF` evaluates a condition, a statement nested as deep as the `IF`.
+                let s = format!(
+                    "DO $$ BEGIN\n{}PERFORM pg_advisory_xact_lock(1);\n{}END $$;\n",
+                    "IF a THEN\n".repeat(30_000),
+                    "END IF;\n".repeat(30_000)
+                );
+                write(d, "ifs.sql", s)
+            },
+            expect: Some(("analysis-limit", "nested more than 64 deep")),
+        },
+        Case {
             name: "and-chain",
             make: |d| {
                 let s = format!(

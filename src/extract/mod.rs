@@ -135,8 +135,9 @@ pub struct Extracted {
     /// `CREATE FUNCTION|PROCEDURE` and `DROP FUNCTION|PROCEDURE` statements, in file order: a
     /// routine replaced or dropped later in the run (a later migration) is no longer live.
     pub routines: Vec<RoutineEvent>,
-    /// Parts of the input left unanalysed because they exceeded a budget: where, and what.
-    pub limits: Vec<(Span, String)>,
+    /// Parts of the input left unanalysed because they exceeded a budget: where, what, and
+    /// why.
+    pub limits: Vec<(Span, String, String)>,
     pub stats: Stats,
     /// Files read here (late, by the Rust front-end) that could not be read, or only in part.
     pub notes: Vec<crate::diagnostic::Diagnostic>,

@@ -86,6 +86,10 @@ pub fn extract(
         x.out.limits.push((
             Span::new(file, at..at),
             format!("the last {n} statements of this file"),
+            format!(
+                "it has more than {} statements, and each one's facts stay in memory until the rules are done",
+                super::MAX_STATEMENTS
+            ),
         ));
     }
     // The configuration decides; else the runner txlint recognised; else a psql script.
@@ -308,6 +312,17 @@ impl Front {
         match language.as_str() {
             "plpgsql" => {
                 let parsed = plpgsql::read_body(&body, self.dialect);
+                if let Some(at) = parsed.too_deep {
+                    let at = map.host(at);
+                    self.out.limits.push((
+                        Span::new(self.file, at..at),
+                        format!(
+                            "the arms of control structures nested more than {} deep (read as the arm enclosing them)",
+                            plpgsql::MAX_NESTING
+                        ),
+                        "each statement keeps the path of arms it runs in, and deeper paths would cost memory that grows with the square of the depth".to_string(),
+                    ));
+                }
                 let mut known: Vec<String> = parsed.declared.clone();
                 known.extend(parsed.loops.iter().flat_map(|l| l.vars.iter().cloned()));
                 known.extend(routine_params(src, &stmt.tokens));

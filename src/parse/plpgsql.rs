@@ -84,7 +84,14 @@ pub struct Body {
     /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`,
     /// and the `ELSE` after it), with the events as [`TG_INSERT`] | [`TG_UPDATE`] | ... bits.
     pub events: Vec<(usize, u8)>,
+    /// Where a statement sits in more than [`MAX_NESTING`] open structures (body offset): the
+    /// arms deeper than that are read as the one enclosing them.
+    pub too_deep: Option<usize>,
 }
+
+/// Control structures nested deeper than this (in bodies nobody writes by hand) are read as the
+/// arm that encloses them at this depth.
+pub const MAX_NESTING: usize = 64;
 
 pub const TG_INSERT: u8 = 1;
 pub const TG_UPDATE: u8 = 2;
@@ -282,7 +289,7 @@ impl Reader<'_> {
             template,
         };
         self.seq += 1;
-        let (seq, branch) = (self.seq, self.branch());
+        let (seq, branch) = (self.seq, self.branch(raw.range.start));
         self.out.statements.push(PlStatement {
             raw,
             assigns,
@@ -304,8 +311,15 @@ impl Reader<'_> {
             .map(|s| s.seq)
     }
 
-    fn branch(&self) -> Vec<usize> {
-        self.frames.iter().filter_map(|(_, arm)| *arm).collect()
+    /// The arms a statement at body offset `at` runs in, outermost first: those of the outer
+    /// [`MAX_NESTING`] structures (each statement keeps its path; deeper paths would cost
+    /// memory quadratic in the depth).
+    fn branch(&mut self, at: usize) -> Vec<usize> {
+        if self.frames.len() > MAX_NESTING {
+            self.out.too_deep.get_or_insert(at);
+        }
+        let outer = self.frames.iter().take(MAX_NESTING);
+        outer.filter_map(|(_, arm)| *arm).collect()
     }
 
     /// Open a new arm in the innermost structure (closing the one it had), in choice `group`
@@ -335,9 +349,10 @@ impl Reader<'_> {
     fn exit(&mut self, at: usize, fails: bool) {
         self.seq += 1;
         let range = self.t[at].start..self.t[at].end;
+        let branch = self.branch(range.start);
         self.out.exits.push(PlExit {
             seq: self.seq,
-            branch: self.branch(),
+            branch,
             range,
             fails,
         });
@@ -796,6 +811,32 @@ mod tests {
         assert_eq!(events("DELETE FROM audit"), Some(TG_DELETE | TG_UPDATE));
         assert_eq!(events("totals SET n = n + 1"), None);
         assert_eq!(events("totals SET n = n - 1"), None);
+    }
+
+    #[test]
+    fn arms_deeper_than_the_limit_are_read_as_the_one_enclosing_them() {
+        let depth = MAX_NESTING + 10;
+        let body = format!(
+            "BEGIN {} UPDATE t SET a = 1; {} END",
+            "IF x THEN ".repeat(depth),
+            "END IF; ".repeat(depth)
+        );
+        let b = read_body(&body, Dialect::Postgres);
+        let update = b
+            .statements
+            .iter()
+            .find(|s| s.raw.sql.starts_with("UPDATE"));
+        let update = update.expect("the update is read");
+        // The block's frame has no arm: the outer IFs' arms fill the rest of the path.
+        assert_eq!(update.branch.len(), MAX_NESTING - 1);
+        // First past the limit: the condition of the IF that opens with the block and
+        // MAX_NESTING IFs around it (`BEGIN ` then ten bytes per `IF x THEN `).
+        assert_eq!(b.too_deep, Some(6 + 10 * MAX_NESTING + 3));
+        let shallow = read_body(
+            "BEGIN IF x THEN UPDATE t SET a = 1; END IF; END",
+            Dialect::Postgres,
+        );
+        assert_eq!(shallow.too_deep, None);
     }
 
     #[test]
