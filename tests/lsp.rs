@@ -579,3 +579,115 @@ fn a_save_of_a_document_never_opened_is_ignored() {
     stop(client, handle);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The messages a server process wrote, read back.
+fn replies(stdout: &[u8]) -> Vec<Message> {
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut out = Vec::new();
+    while let Ok(Some(Ok(m))) = txlint::lsp::read_message(&mut reader) {
+        out.push(m);
+    }
+    out
+}
+
+/// Before `initialize` a request is answered "not initialized" and a response is dropped;
+/// between `initialize` and `initialized` requests are served: the session goes on.
+#[test]
+fn the_handshake_tolerates_what_clients_send_out_of_turn() {
+    let dir = scratch("handshake");
+    let uri = format!("file://{}", dir.join("q.sql").display());
+    let mut input = frame(&json!({"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover"}));
+    input.extend(frame(&json!({"jsonrpc": "2.0", "id": 9, "result": null})));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "textDocument/hover",
+        "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+    ));
+    input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+    let out = server_process(&input);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let replies = replies(&out.stdout);
+    let answer = |id: i32| {
+        replies.iter().find_map(|m| match m {
+            Message::Response(r) if r.id == RequestId::from(id) => Some(r.clone()),
+            _ => None,
+        })
+    };
+    let early = answer(5).expect("an answer to the request before initialize");
+    assert_eq!(early.response_result.expect_err("an error").code, -32002);
+    assert!(answer(1).is_some_and(|r| r.response_result.is_ok()));
+    assert!(answer(6).is_some_and(|r| r.response_result.is_ok()));
+    assert!(answer(2).is_some_and(|r| r.response_result.is_ok()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that stops reading does not keep the server from exiting after `exit`: the writer
+/// blocked on a full pipe is left behind.
+#[test]
+fn a_client_that_stops_reading_still_sees_the_server_exit() {
+    use std::io::Write;
+    let dir = scratch("no-reader");
+    let uri = format!("file://{}", dir.join("q.sql").display());
+    // Each version has hundreds of findings: far more than a pipe holds.
+    let text = |v: usize| "SELECT pg_advisory_xact_lock(1);\n".repeat(500 + v);
+    let mut input = frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+    );
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "sql", "version": 1, "text": text(0)}}}),
+    ));
+    for v in 1..40 {
+        input.extend(frame(
+            &json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
+            "params": {"textDocument": {"uri": uri, "version": v + 1},
+                "contentChanges": [{"text": text(v)}]}}),
+        ));
+    }
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+    ));
+    input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_txlint"))
+        .arg("lsp")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("txlint lsp");
+    // Never read: the pipe fills and the server's writer blocks.
+    let _stdout = child.stdout.take();
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(&input).expect("the server reads its input");
+    drop(stdin);
+    // A bound on waiting, not a timing: a server that hangs fails here instead of hanging CI.
+    let mut status = None;
+    for _ in 0..1200 {
+        status = child.try_wait().expect("wait");
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the server did not exit: {status:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

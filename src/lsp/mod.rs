@@ -11,226 +11,24 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use lsp_server::{Connection, Message, Notification, Response};
+
+mod transport;
 use serde_json::{Value, json};
+pub use transport::{Io, Malformed, finish, read_message, stdio};
 
 use crate::config::Config;
 use crate::diagnostic::Severity;
 use crate::source::{SourceFile, Span};
 
-/// Largest message body read (a `Content-Length` above it is refused, not allocated).
-const MAX_MESSAGE: usize = 256 * 1024 * 1024;
-
-/// Sent by [`finish`] to the writer thread of [`stdio`]: everything before it is written, then
-/// the writer ends.
-const STOP: &str = "$/txlint/stop";
-
-/// End a [`stdio`] connection: write what the server sent, then let the process exit (the
-/// reader may still wait on stdin; it ends with the process).
-pub fn finish(connection: Connection, io: Vec<std::thread::JoinHandle<()>>) {
-    let _ = connection
-        .sender
-        .send(Notification::new(STOP.to_string(), Value::Null).into());
-    drop(connection);
-    let mut io = io.into_iter();
-    let _reader = io.next();
-    if let Some(writer) = io.next() {
-        let _ = writer.join();
-    }
-}
-
-/// The server's end of a connection over stdin and stdout, with the threads that move the
-/// bytes. Unlike lsp-server's own transport, a malformed message (a bad header, a bad
-/// `Content-Length`, invalid JSON) is logged on stderr and skipped: one client bug does not end
-/// every diagnostic of the session.
-pub fn stdio() -> (Connection, Vec<std::thread::JoinHandle<()>>) {
-    let (server, bridge) = Connection::memory();
-    let Connection { sender, receiver } = bridge;
-    // Answers to requests that could not be read go out with the server's own messages.
-    let answers = server.sender.clone();
-    let reader = std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut input = std::io::BufReader::new(stdin.lock());
-        loop {
-            match read_message(&mut input) {
-                Ok(Some(Ok(msg))) => {
-                    if sender.send(msg).is_err() {
-                        return;
-                    }
-                }
-                Ok(Some(Err(bad))) => {
-                    eprintln!("txlint lsp: skipped a malformed message: {}", bad.why);
-                    if let Some(id) = bad.id {
-                        let code = lsp_server::ErrorCode::InvalidRequest as i32;
-                        let _ = answers.send(Response::new_err(id, code, bad.why).into());
-                    }
-                }
-                Ok(None) | Err(_) => return,
-            }
-        }
-    });
-    let writer = std::thread::spawn(move || {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        for msg in receiver {
-            // The reader keeps a sender for its answers, so the channel never closes on its
-            // own while the client holds stdin open: the server's last word is `STOP`.
-            if matches!(&msg, Message::Notification(n) if n.method == STOP) {
-                return;
-            }
-            if msg.write(&mut out).is_err() {
-                return;
-            }
-        }
-    });
-    (server, vec![reader, writer])
-}
-
-/// A message that could not be used: why, and the id of the request it was, if that much could
-/// be read.
-#[derive(Debug)]
-pub struct Malformed {
-    pub why: String,
-    pub id: Option<lsp_server::RequestId>,
-}
-
-impl From<String> for Malformed {
-    fn from(why: String) -> Self {
-        Malformed { why, id: None }
-    }
-}
-
-/// `Name: value`, the name a token of letters, digits and `-`.
-fn is_header(line: &str) -> bool {
-    line.split_once(':').is_some_and(|(name, _)| {
-        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    })
-}
-
-/// Longest header line read; the rest of a longer one is skipped unread into memory.
-const MAX_HEADER: u64 = 8 * 1024;
-
-/// The next header line (with its line break), `None` at the end of input. A line that is not
-/// UTF-8 or longer than [`MAX_HEADER`] is consumed and given as an error.
-fn read_header_line(
-    r: &mut impl std::io::BufRead,
-    line: &mut Vec<u8>,
-) -> std::io::Result<Option<Result<String, String>>> {
-    line.clear();
-    let mut limited = std::io::Read::take(&mut *r, MAX_HEADER);
-    let n = std::io::BufRead::read_until(&mut limited, b'\n', line)?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if line.last() != Some(&b'\n') && n as u64 == MAX_HEADER {
-        // Skip the rest of the line without keeping it.
-        loop {
-            let buf = r.fill_buf()?;
-            if buf.is_empty() {
-                break;
-            }
-            match buf.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    r.consume(i + 1);
-                    break;
-                }
-                None => {
-                    let all = buf.len();
-                    r.consume(all);
-                }
-            }
-        }
-        return Ok(Some(Err(format!(
-            "a header line longer than {MAX_HEADER} bytes"
-        ))));
-    }
-    Ok(Some(match std::str::from_utf8(line) {
-        Ok(text) => Ok(text.to_string()),
-        Err(_) => Err(format!(
-            "a header line that is not UTF-8: `{}`",
-            String::from_utf8_lossy(line).trim_end()
-        )),
-    }))
-}
-
-/// One message of the base protocol: `None` at the end of input, `Some(Err(..))` for one that
-/// cannot be used (its bytes are consumed, so the next one is read whole).
-pub fn read_message(
-    r: &mut impl std::io::BufRead,
-) -> std::io::Result<Option<Result<Message, Malformed>>> {
-    let mut length: Option<Result<usize, String>> = None;
-    let mut line = Vec::new();
-    loop {
-        let Some(header) = read_header_line(r, &mut line)? else {
-            return Ok(None);
-        };
-        let header = match header {
-            Ok(h) => h,
-            Err(why) => return Ok(Some(Err(why.into()))),
-        };
-        let header = header.trim_end_matches(['\r', '\n']);
-        if header.is_empty() {
-            if length.is_some() {
-                break;
-            }
-            // Blank lines between messages: skip them.
-            continue;
-        }
-        // A `Content-Length` anywhere in the line: after a message whose length was wrong, the
-        // rest of its body (or of the header it cut into) comes first, and the stream is in step
-        // again from the next message.
-        let lower = header.to_ascii_lowercase();
-        match lower.rfind("content-length:") {
-            Some(at) => {
-                let value = header[at + "content-length:".len()..].trim();
-                length = Some(match value.parse::<usize>() {
-                    Ok(n) if n <= MAX_MESSAGE => Ok(n),
-                    Ok(n) => Err(format!("Content-Length {n} is larger than {MAX_MESSAGE}")),
-                    Err(_) => Err(format!("bad Content-Length `{value}`")),
-                });
-            }
-            // Another header (`Content-Type`): nothing to read in it.
-            None if is_header(header) => {}
-            None => {
-                let shown: String = header.chars().take(80).collect();
-                eprintln!("txlint lsp: skipped a malformed header: `{shown}`");
-            }
-        }
-    }
-    let n = match length {
-        Some(Ok(n)) => n,
-        Some(Err(why)) => return Ok(Some(Err(why.into()))),
-        None => return Ok(Some(Err("no Content-Length".to_string().into()))),
-    };
-    let mut body = vec![0; n];
-    r.read_exact(&mut body)?;
-    Ok(Some(serde_json::from_slice::<Message>(&body).map_err(
-        |e| {
-            // Valid JSON that is not a message: answer it if it has an id.
-            let id = serde_json::from_slice::<Value>(&body)
-                .ok()
-                .and_then(|v| match &v["id"] {
-                    Value::Number(n) => n
-                        .as_i64()
-                        .and_then(|n| i32::try_from(n).ok())
-                        .map(Into::into),
-                    Value::String(s) => Some(s.clone().into()),
-                    _ => None,
-                });
-            Malformed {
-                why: format!("not a JSON-RPC message: {e}"),
-                id,
-            }
-        },
-    )))
-}
-
-/// Serve until the client shuts down.
 /// What [`serve`] returns when the client ends it with `exit` before `shutdown`: the process
 /// then exits with status 1, as the protocol asks.
 pub const EXIT_WITHOUT_SHUTDOWN: &str = "the client sent `exit` without `shutdown`";
 
+/// Serve until the client shuts down.
 pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
-    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let Some((id, params)) = initialize(connection)? else {
+        return Err(EXIT_WITHOUT_SHUTDOWN.to_string());
+    };
     let utf8 = params["capabilities"]["general"]["positionEncodings"]
         .as_array()
         .is_some_and(|encodings| encodings.iter().any(|e| e == "utf-8"));
@@ -243,16 +41,11 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         },
         "serverInfo": { "name": "txlint", "version": env!("CARGO_PKG_VERSION") },
     });
-    connection
-        .initialize_finish(id, result)
-        .map_err(|e| e.to_string())?;
+    send(connection, Response::new_ok(id, result).into())?;
+    // Asked once the client says `initialized`: it may be asked things from then on.
     let watch = params["capabilities"]["workspace"]["didChangeWatchedFiles"]["dynamicRegistration"]
         .as_bool()
         .unwrap_or(false);
-    // `initialize_finish` has read the client's `initialized`: it may be asked things now.
-    if watch {
-        send(connection, watch_request())?;
-    }
     let mut docs: HashMap<String, Doc> = HashMap::new();
     let mut shut_down = false;
     while let Ok(first) = connection.receiver.recv() {
@@ -268,6 +61,12 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                             req.id,
                             lsp_server::ErrorCode::InvalidRequest as i32,
                             "the server is shutting down".to_string(),
+                        )
+                    } else if req.method == "initialize" {
+                        Response::new_err(
+                            req.id,
+                            lsp_server::ErrorCode::InvalidRequest as i32,
+                            "the server is initialized already".to_string(),
                         )
                     } else if req.method == "shutdown" {
                         shut_down = true;
@@ -290,6 +89,11 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
                         true => Ok(()),
                         false => Err(EXIT_WITHOUT_SHUTDOWN.to_string()),
                     };
+                }
+                Message::Notification(n) if n.method == "initialized" => {
+                    if watch {
+                        send(connection, watch_request())?;
+                    }
                 }
                 Message::Notification(n) if n.method == "workspace/didChangeWatchedFiles" => {
                     // The configuration or the project's context changed: lint everything open.
@@ -357,6 +161,30 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Wait for the client's `initialize` request: its id and parameters, or `None` when the client
+/// sends `exit` first. Until then a request is answered "not initialized" and other messages are
+/// dropped, as the protocol asks (lsp-server's handshake ends the session on them instead).
+fn initialize(connection: &Connection) -> Result<Option<(lsp_server::RequestId, Value)>, String> {
+    loop {
+        let msg = connection
+            .receiver
+            .recv()
+            .map_err(|_| "the client closed the connection before `initialize`".to_string())?;
+        match msg {
+            Message::Request(req) if req.method == "initialize" => {
+                return Ok(Some((req.id, req.params)));
+            }
+            Message::Request(req) => {
+                let code = lsp_server::ErrorCode::ServerNotInitialized as i32;
+                let why = format!("`{}` before `initialize`", req.method);
+                send(connection, Response::new_err(req.id, code, why).into())?;
+            }
+            Message::Notification(n) if n.method == "exit" => return Ok(None),
+            Message::Notification(_) | Message::Response(_) => {}
+        }
+    }
 }
 
 /// An open document: its text, the client's language for it, and its last diagnostics.
@@ -670,57 +498,5 @@ mod tests {
             Some(PathBuf::from("/a b/c.sql"))
         );
         assert_eq!(path_of("untitled:1"), None);
-    }
-
-    fn framed(body: &str, delta: isize) -> Vec<u8> {
-        let n = body.len() as isize + delta;
-        format!("Content-Length: {n}\r\n\r\n{body}").into_bytes()
-    }
-
-    fn note(method: &str) -> String {
-        format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":null}}"#)
-    }
-
-    /// What the stream gives: the methods of the messages read whole, `!` for each skipped.
-    fn read_all(bytes: Vec<u8>) -> Vec<String> {
-        let mut r = std::io::BufReader::new(&bytes[..]);
-        let mut out = Vec::new();
-        while let Ok(Some(m)) = read_message(&mut r) {
-            out.push(match m {
-                Ok(Message::Notification(n)) => n.method,
-                Ok(_) => "?".to_string(),
-                Err(_) => "!".to_string(),
-            });
-        }
-        out
-    }
-
-    #[test]
-    fn a_bad_header_byte_skips_one_message_not_the_session() {
-        let mut bytes = b"Content-Length: 5\xff\r\n\r\n{}{}{".to_vec();
-        bytes.extend(framed(&note("b"), 0));
-        assert_eq!(read_all(bytes), ["!", "b"]);
-    }
-
-    #[test]
-    fn a_wrong_content_length_loses_at_most_the_next_message() {
-        // Three bytes short: the rest of the body comes before the next header.
-        let mut short = framed(&note("a"), -3);
-        short.extend(framed(&note("b"), 0));
-        short.extend(framed(&note("c"), 0));
-        assert_eq!(read_all(short), ["!", "b", "c"]);
-        // Three bytes long: the body takes the start of the next header, whose message is lost.
-        let mut long = framed(&note("a"), 3);
-        long.extend(framed(&note("b"), 0));
-        long.extend(framed(&note("c"), 0));
-        long.extend(framed(&note("d"), 0));
-        assert_eq!(read_all(long), ["!", "c", "d"]);
-    }
-
-    #[test]
-    fn a_header_line_longer_than_the_limit_is_skipped_unkept() {
-        let mut bytes = format!("X-Padding: {}\r\n", "p".repeat(100_000)).into_bytes();
-        bytes.extend(framed(&note("b"), 0));
-        assert_eq!(read_all(bytes), ["!", "b"]);
     }
 }
