@@ -91,6 +91,10 @@ pub struct Extra {
     /// A decision read's whole `WHERE` when `filters` are not all of it (see
     /// [`Facts::other_conditions`]).
     pub condition: Option<Box<Operand>>,
+    /// `WHERE` conditions other than `col = value` and without parameters, as printed (lower
+    /// case): all of a decision read's, or none; those a write tests again on the rows it
+    /// changes, also in a subquery on its own table that picks them.
+    pub tests: List<Name>,
 }
 
 /// `f(a, $1)` or `CALL p(..)` in a statement: if the run defines `f`, its statements run here.
@@ -116,6 +120,7 @@ static NO_EXTRA: Extra = Extra {
     uses: List::new(),
     calls: List::new(),
     condition: None,
+    tests: List::new(),
 };
 
 /// An expression's ingredients.

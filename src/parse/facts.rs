@@ -832,6 +832,7 @@ impl Reader<'_> {
             || !s.compared.is_empty()
             || !s.absent.is_empty()
             || !s.calls.is_empty()
+            || !s.tests.is_empty()
         {
             let e = f.extra_mut();
             e.calls = s
@@ -859,6 +860,7 @@ impl Reader<'_> {
                 rename(&mut o);
                 Box::new(o)
             });
+            e.tests = s.tests.into_iter().map(Name::from).collect();
         }
         for (_, o) in &mut f.inserts {
             rename(o);

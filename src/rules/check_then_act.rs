@@ -813,11 +813,13 @@ fn fails_when_found(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -> bool {
 fn rechecks(r: &Step, w: &Step) -> bool {
     let rf = &r.facts;
     let wf = &w.facts;
+    let tests = &rf.extra().tests;
     rf.extra().aggregates.iter().all(|a| a == "exists")
         && matches!(wf.kind, StmtKind::Update | StmtKind::Delete)
         && rf.parsed
-        && !rf.other_conditions
-        && !rf.filters.is_empty()
+        && !(rf.filters.is_empty() && tests.is_empty())
+        && (!rf.other_conditions || !tests.is_empty())
+        && tests.iter().all(|t| wf.extra().tests.contains(t))
         && rf.filters.iter().all(|p| {
             wf.filters
                 .iter()

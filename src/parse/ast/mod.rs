@@ -8,12 +8,14 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AlterTableOperation, AssignmentTarget, BinaryOperator, ColumnOption, Expr, Ident, InTarget,
-    ObjectName, Query, SelectItem, SetExpr, Statement, TableConstraint, TableFactor, Value,
-    visit_expressions,
+    AlterTableOperation, AssignmentTarget, ColumnOption, Expr, FromTable, Ident, ObjectName,
+    SelectItem, SetExpr, Statement, TableConstraint, TableFactor, Value, visit_expressions,
 };
 
 use crate::model::{ForeignKey, Operand, Pred, SetItem, TableDdl};
+
+mod predicates;
+use predicates::{all_tests, and_parts, claim, compared, conjuncts, picked_by, tests_again};
 
 /// Where an identifier of the statement text is: a byte offset into the text sqlparser saw.
 pub trait Locate {
@@ -53,6 +55,12 @@ pub struct Structure {
     /// A decision read's whole `WHERE`, when it has more than `col = value` conjuncts (`id = $1
     /// OR token = $2`): what it depends on, for the keys of the locks that should cover it.
     pub condition: Option<Operand>,
+    /// The `WHERE` conjuncts other than `col = value` that hold no parameter (`payload IS NOT
+    /// NULL`, `expires <= now()`), as sqlparser prints them, lower case. A decision read's are
+    /// all of them or none (one with a parameter cannot be compared); an `UPDATE`'s or
+    /// `DELETE`'s include those of a subquery on its own table that picks its rows (`id IN
+    /// (SELECT id FROM t WHERE ..)`): what the write tests again on the rows it changes.
+    pub tests: Vec<String>,
 }
 
 const AGGREGATES: &[&str] = &[
@@ -197,6 +205,7 @@ pub fn structure(
                             {
                                 s.other_conditions |=
                                     !conjuncts(w, &mut s.filters, &mut positional);
+                                s.tests = all_tests(w);
                             }
                         }
                         Some(Expr::Value(_)) if select.from.len() == 1 => {
@@ -229,6 +238,7 @@ pub fn structure(
                     if s.other_conditions && !s.aggregates.is_empty() {
                         s.condition = Some(operand(w, &mut 0));
                     }
+                    s.tests = all_tests(w);
                 }
             }
         }
@@ -301,6 +311,7 @@ pub fn structure(
                 }
                 if let TableFactor::Table { name, .. } = &u.table.relation {
                     s.claim = claim(w, &table_name(name));
+                    s.tests = tests_again(w, &table_name(name));
                 }
             }
         }
@@ -308,96 +319,19 @@ pub fn structure(
         Statement::Delete(d) => {
             if let Some(w) = &d.selection {
                 s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+                let tables = match &d.from {
+                    FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+                };
+                if let [t] = tables.as_slice()
+                    && let TableFactor::Table { name, .. } = &t.relation
+                {
+                    s.tests = tests_again(w, &table_name(name));
+                }
             }
         }
         _ => {}
     }
     s
-}
-
-/// `WHERE id = (SELECT id FROM t WHERE state = 'queued' .. LIMIT 1)` or `id IN (SELECT ..)`
-/// on the updated table `t`: the columns the subquery picks its row by (`col = constant or
-/// parameter`), less those the outer `WHERE` tests itself.
-fn claim(w: &Expr, table: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    and_parts(w, &mut parts);
-    let mut picked = Vec::new();
-    let mut outer = Vec::new();
-    for part in parts {
-        match part {
-            Expr::BinaryOp {
-                op: BinaryOperator::Eq,
-                right,
-                ..
-            } if matches!(right.as_ref(), Expr::Subquery(_)) => {
-                if let Expr::Subquery(q) = right.as_ref() {
-                    picked.extend(by_constants(q, table));
-                }
-            }
-            Expr::In {
-                target: InTarget::Subquery(q),
-                negated: false,
-                ..
-            } => picked.extend(by_constants(q, table)),
-            other => outer.extend(operand(other, &mut 0).idents.iter().map(|i| last(i))),
-        }
-    }
-    picked.retain(|c| !outer.contains(c));
-    picked
-}
-
-/// The parts of `a AND (b AND c)`, in order, parentheses looked through.
-fn and_parts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            and_parts(left, out);
-            and_parts(right, out);
-        }
-        Expr::Nested(inner) => and_parts(inner, out),
-        other => out.push(other),
-    }
-}
-
-/// The columns of [`picked_by`] compared with constants or parameters.
-fn by_constants(q: &Query, table: &str) -> impl Iterator<Item = String> {
-    picked_by(q, table)
-        .into_iter()
-        .filter(|(_, by)| by.is_empty())
-        .map(|(c, _)| c)
-}
-
-/// The `col = value` conjuncts of `SELECT .. FROM <table> WHERE ..` (one table, no join),
-/// with the names in each value.
-fn picked_by(q: &Query, table: &str) -> Vec<(String, Vec<String>)> {
-    let SetExpr::Select(select) = q.body.as_ref() else {
-        return Vec::new();
-    };
-    let one_table = match select.from.as_slice() {
-        [t] if t.joins.is_empty() => match &t.relation {
-            TableFactor::Table { name, .. } => table_name(name) == table,
-            _ => false,
-        },
-        _ => false,
-    };
-    let Some(w) = select.selection.as_ref().filter(|_| one_table) else {
-        return Vec::new();
-    };
-    let mut preds = Vec::new();
-    conjuncts(w, &mut preds, &mut 0);
-    // A qualified name is the outer query's (a correlation, not one key); a plain one may be a
-    // routine's variable, which the caller tells apart.
-    preds
-        .into_iter()
-        .filter(|p| p.value.idents.iter().all(|i| !i.contains('.')))
-        .map(|p| {
-            let idents = p.value.idents.iter().map(|i| i.to_string()).collect();
-            (p.column.to_string(), idents)
-        })
-        .collect()
 }
 
 fn name(i: &Ident) -> String {
@@ -417,86 +351,6 @@ fn column_name(e: &Expr) -> Option<String> {
         Expr::Identifier(i) => Some(name(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(name),
         _ => None,
-    }
-}
-
-/// See [`Structure::compared`].
-fn compared(w: &Expr) -> Vec<Option<String>> {
-    let mut parts = Vec::new();
-    and_parts(w, &mut parts);
-    let is_value = |e: &Expr| matches!(e, Expr::Value(_) | Expr::Cast { .. });
-    parts
-        .into_iter()
-        .filter_map(|part| match part {
-            Expr::BinaryOp { left, op, right } => {
-                let (l, r) = (column_name(left), column_name(right));
-                // `col = value` (either way round) is a filter (see `conjunct`).
-                if *op == BinaryOperator::Eq && (l.is_some() || r.is_some()) {
-                    return None;
-                }
-                let (col, other) = match (l, r) {
-                    (Some(c), None) => (Some(c), right),
-                    (None, Some(c)) => (Some(c), left),
-                    _ => (None, left),
-                };
-                match op {
-                    BinaryOperator::Lt
-                    | BinaryOperator::LtEq
-                    | BinaryOperator::Gt
-                    | BinaryOperator::GtEq
-                        if is_value(other) =>
-                    {
-                        Some(col)
-                    }
-                    _ => Some(None),
-                }
-            }
-            _ => Some(None),
-        })
-        .collect()
-}
-
-/// `a = x AND b = y AND ...`: the `col = value` conjuncts; false when there are other
-/// conditions too.
-fn conjuncts(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
-    let mut parts = Vec::new();
-    and_parts(e, &mut parts);
-    // Every part is read (in order: placeholders are numbered as they come).
-    let mut only = true;
-    for part in parts {
-        only &= conjunct(part, out, positional);
-    }
-    only
-}
-
-/// One part of a conjunction: a `col = value` is pushed to `out`; false for anything else.
-fn conjunct(e: &Expr, out: &mut Vec<Pred>, positional: &mut usize) -> bool {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } => {
-            let (col, value) = match (column_name(left), column_name(right)) {
-                (Some(c), _) => (c, right),
-                (None, Some(c)) => (c, left),
-                _ => {
-                    operand(e, positional);
-                    return false;
-                }
-            };
-            let value = operand(value, positional);
-            out.push(Pred {
-                column: col.into(),
-                value,
-            });
-            true
-        }
-        other => {
-            // Count its placeholders so later `?` keep their numbers.
-            operand(other, positional);
-            false
-        }
     }
 }
 
