@@ -1,6 +1,6 @@
 //! Inline suppressions: `-- txlint: ignore <rule>[, <rule>] [-- reason]` on the line above a
-//! finding (or above its statement), `-- txlint: ignore-file <rule>` anywhere in the file; `//`
-//! instead of `--` in Rust.
+//! finding (or above its statement) or at the end of the finding's own line, `-- txlint:
+//! ignore-file <rule>` anywhere in the file; `//` instead of `--` in Rust, `/* .. */` in both.
 
 use crate::diagnostic::Diagnostic;
 use crate::rules::{self, unused_suppression::unused_suppression_diagnostic};
@@ -12,6 +12,8 @@ pub struct Suppression {
     /// 1-based line of the comment.
     pub line: usize,
     pub whole_file: bool,
+    /// After code on its line: it applies to that line, not the next.
+    pub trailing: bool,
     pub rules: Vec<String>,
     used: Vec<bool>,
 }
@@ -29,15 +31,19 @@ pub fn scan(file: FileId, text: &str) -> Vec<Suppression> {
     for (n, line) in text.split_inclusive('\n').enumerate() {
         let start = offset;
         offset += line.len();
-        let Some(at) = line.find("txlint:") else {
+        // `TXLINT: IGNORE` is the same comment: case is a slip, not another meaning.
+        let lower = line.to_ascii_lowercase();
+        let Some(at) = lower.find("txlint:") else {
             continue;
         };
-        let before = line[..at].trim_end();
-        if !(before.ends_with("--") || before.ends_with("//")) {
+        let before = lower[..at].trim_end();
+        let Some(opener) = ["--", "//", "/*"].into_iter().find(|m| before.ends_with(m)) else {
             continue;
-        }
+        };
         let marker = before.len() - 2;
-        let rest = line[at + "txlint:".len()..].trim_start();
+        // Code before the comment: it is about the findings of this line, not the next.
+        let trailing = !lower[..marker].trim().is_empty();
+        let rest = lower[at + "txlint:".len()..].trim_start();
         let (whole_file, rest) = if let Some(r) = rest.strip_prefix("ignore-file") {
             (true, r)
         } else if let Some(r) = rest.strip_prefix("ignore") {
@@ -45,7 +51,11 @@ pub fn scan(file: FileId, text: &str) -> Vec<Suppression> {
         } else {
             continue;
         };
-        // `-- reason` ends the list of rules.
+        // A block comment ends at `*/`; ` --` starts the reason.
+        let rest = match opener {
+            "/*" => rest.split("*/").next().unwrap_or(""),
+            _ => rest,
+        };
         let list = rest
             .split(" --")
             .next()
@@ -61,6 +71,7 @@ pub fn scan(file: FileId, text: &str) -> Vec<Suppression> {
             span: Span::new(file, start + marker..end),
             line: n + 1,
             whole_file,
+            trailing,
             used: vec![false; names.len()],
             rules: names,
         });
@@ -118,7 +129,8 @@ fn suppress(files: &[SourceFile], suppressions: &mut [Suppression], d: &Diagnost
         .iter_mut()
         .filter(|s| s.span.file == d.span.file)
     {
-        let applies = s.whole_file || targets.iter().flatten().any(|&l| s.line + 1 == l);
+        let line = if s.trailing { s.line } else { s.line + 1 };
+        let applies = s.whole_file || targets.iter().flatten().any(|&l| l == line);
         if !applies || s.span == d.span {
             continue;
         }
@@ -145,5 +157,26 @@ mod tests {
         assert_eq!(s[0].rules, vec!["a-b", "c"]);
         assert_eq!((s[1].line, s[1].whole_file), (3, true));
         assert_eq!(s[1].rules, vec!["d"]);
+        assert!(!s[0].trailing && !s[1].trailing);
+    }
+
+    #[test]
+    fn trailing_block_and_upper_case_forms() {
+        let s = scan(
+            0,
+            "select 1; -- txlint: ignore a -- why\nselect 2; /* TXLINT: Ignore B, c */\n  /* txlint: ignore d */\n",
+        );
+        let seen: Vec<_> = s
+            .iter()
+            .map(|s| (s.line, s.trailing, s.rules.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (1, true, vec!["a".to_string()]),
+                (2, true, vec!["b".to_string(), "c".to_string()]),
+                (3, false, vec!["d".to_string()]),
+            ]
+        );
     }
 }
