@@ -16,7 +16,8 @@ use txlint::{discover, rules};
 /// locks taken outside a transaction, and more.
 ///
 /// Exit status: 0 no findings at or above --fail-on, 1 findings, 2 usage or configuration error,
-/// or nothing to read.
+/// nothing to read, or a path or sub-project that could not be used (the rest is still linted
+/// and reported).
 #[derive(Parser)]
 #[command(name = "txlint", version, about, long_about)]
 struct Cli {
@@ -251,18 +252,18 @@ fn main() -> ExitCode {
             format,
             config,
         } => match load(&paths, config.as_deref(), false, false, false) {
-            Ok(run) => emit(&report::graph::render(&run, format)),
+            Ok((run, partial)) => exit_partial(emit(&report::graph::render(&run, format)), partial),
             Err(code) => code,
         },
         Command::Schema { paths, config } => {
             match load(&paths, config.as_deref(), false, false, false) {
-                Ok(run) => emit(&report::schema::render(&run)),
+                Ok((run, partial)) => exit_partial(emit(&report::schema::render(&run)), partial),
                 Err(code) => code,
             }
         }
         Command::Model { paths, config } => {
             match load(&paths, config.as_deref(), false, false, false) {
-                Ok(run) => emit(&report::model::render(&run)),
+                Ok((run, partial)) => exit_partial(emit(&report::model::render(&run)), partial),
                 Err(code) => code,
             }
         }
@@ -310,6 +311,11 @@ fn emit(text: &str) -> ExitCode {
     }
 }
 
+/// `code`, or 2 when some input could not be used (already reported).
+fn exit_partial(code: ExitCode, partial: bool) -> ExitCode {
+    if partial { ExitCode::from(2) } else { code }
+}
+
 fn fail(msg: String) -> ExitCode {
     eprintln!("txlint: {msg}");
     ExitCode::from(2)
@@ -323,7 +329,9 @@ fn start(config: Option<&Path>) -> Result<(PathBuf, Config), ExitCode> {
     Ok((cwd, config))
 }
 
-/// Configuration, discovery and the run; `Err` is the exit code after a message.
+/// Configuration, discovery and the run, and whether some input could not be used (a path
+/// that is not there, a project whose `txlint.toml` is broken: reported, the rest linted);
+/// `Err` is the exit code after a message.
 /// `by_project`: each file with its nearest configuration ([`projects`]); the model, graph and
 /// schema views show one run, with the working folder's.
 fn load(
@@ -332,16 +340,19 @@ fn load(
     force_exclude: bool,
     context: bool,
     by_project: bool,
-) -> Result<txlint::Run, ExitCode> {
+) -> Result<(txlint::Run, bool), ExitCode> {
     let (cwd, config) = start(config_path)?;
     let found = discover::discover(paths, &cwd, &config, force_exclude);
+    // A path that is not there is reported and the rest linted; the run then exits 2.
+    let mut partial = false;
     if !found.missing.is_empty() {
         let list: Vec<_> = found
             .missing
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        return Err(fail(format!("no such file or folder: {}", list.join(", "))));
+        fail(format!("no such file or folder: {}", list.join(", ")));
+        partial = true;
     }
     for (path, why) in &found.skipped {
         eprintln!("txlint: skipping {}: {why}", path.display());
@@ -359,9 +370,10 @@ fn load(
     }
     let named = paths.iter().all(|p| p.is_file());
     let explicit = config_path.is_some() || !by_project;
-    let projects = projects(&found.files, config, &cwd, explicit, |f| {
+    let (projects, broken) = projects(&found.files, config, &cwd, explicit, |f| {
         force_exclude || !paths.contains(f)
-    })?;
+    });
+    partial |= broken;
     let mut run: Option<txlint::Run> = None;
     let mut errors = &found.errors[..];
     for (config, files) in &projects {
@@ -393,7 +405,7 @@ fn load(
         }
         return Err(fail("none of the files could be read".to_string()));
     }
-    Ok(run)
+    Ok((run, partial))
 }
 
 /// `txlint witness path:line`.
@@ -402,7 +414,7 @@ fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -
         return fail(format!("`{}` is not path:line", at.to_string_lossy()));
     };
     let run = match load(std::slice::from_ref(&path), config, false, true, false) {
-        Ok(run) => run,
+        Ok((run, _)) => run,
         Err(code) => return code,
     };
     let same = |p: &Path| p.canonicalize().ok() == path.canonicalize().ok();
@@ -472,9 +484,9 @@ fn projects(
     cwd: &Path,
     explicit: bool,
     selectable: impl Fn(&PathBuf) -> bool,
-) -> Result<Vec<(Config, Vec<PathBuf>)>, ExitCode> {
+) -> (Vec<(Config, Vec<PathBuf>)>, bool) {
     if explicit {
-        return Ok(vec![(top, files.to_vec())]);
+        return (vec![(top, files.to_vec())], false);
     }
     let mut nearest: std::collections::HashMap<PathBuf, Option<PathBuf>> = Default::default();
     let mut groups: Vec<(Option<PathBuf>, Vec<PathBuf>)> = vec![(top.path.clone(), Vec::new())];
@@ -495,6 +507,7 @@ fn projects(
         }
     }
     let mut out = Vec::new();
+    let mut broken = false;
     let mut groups = groups.into_iter();
     if let Some((_, first)) = groups.next() {
         out.push((top, first));
@@ -507,7 +520,15 @@ fn projects(
                 .and_then(|p| p.parent().map(Path::to_path_buf))
                 .unwrap_or_else(|| cwd.to_path_buf()),
         };
-        let config = Config::discover(&folder, None).map_err(|e| fail(e.to_string()))?;
+        // One project's broken configuration leaves the others linted.
+        let config = match Config::discover(&folder, None) {
+            Ok(config) => config,
+            Err(e) => {
+                fail(format!("{e} (its {} files were not linted)", files.len()));
+                broken = true;
+                continue;
+            }
+        };
         let selection = discover::Selection::new(&config);
         let files: Vec<PathBuf> = files
             .into_iter()
@@ -516,7 +537,7 @@ fn projects(
         out.push((config, files));
     }
     out.retain(|(_, files)| !files.is_empty());
-    Ok(out)
+    (out, broken)
 }
 
 /// `txlint check -`: one document from standard input, standing for `--stdin-filename`, with
@@ -561,7 +582,7 @@ fn check(args: CheckArgs) -> ExitCode {
         true if args.paths.len() > 1 => Err(fail(
             "`-` (standard input) is the only path of its run".to_string(),
         )),
-        true => from_stdin(&args),
+        true => from_stdin(&args).map(|run| (run, false)),
         false => load(
             &args.paths,
             args.config.as_deref(),
@@ -570,8 +591,8 @@ fn check(args: CheckArgs) -> ExitCode {
             true,
         ),
     };
-    let mut run = match loaded {
-        Ok(run) => run,
+    let (mut run, partial) = match loaded {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
     if let Some(file) = &args.baseline {
@@ -656,7 +677,9 @@ fn check(args: CheckArgs) -> ExitCode {
         FailOn::Warning => Severity::Warning,
         FailOn::Info => Severity::Info,
     };
-    if !args.exit_zero && run.diagnostics.iter().any(|d| d.severity >= threshold) {
+    if partial {
+        ExitCode::from(2)
+    } else if !args.exit_zero && run.diagnostics.iter().any(|d| d.severity >= threshold) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

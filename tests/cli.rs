@@ -1180,3 +1180,34 @@ fn witness_takes_a_path_that_is_not_utf8() {
         stdout(&o)
     );
 }
+
+/// One path that is not there, or one sub-project's broken `txlint.toml`, is reported: the rest
+/// is linted and shown, and the run exits 2.
+#[test]
+fn a_bad_path_or_a_broken_sub_project_leaves_the_rest_linted() {
+    let d = Dir::new("partial");
+    d.write("txlint.toml", "")
+        .write("good.sql", BAD)
+        .write("broken/txlint.toml", "[rules\n")
+        .write("broken/b.sql", BAD);
+    let o = txlint(d.path(), &["check", "missing.sql", "good.sql"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("missing.sql"), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("xact-lock-outside-transaction"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("good.sql"), "{}", stdout(&o));
+    let o = txlint(d.path(), &["check", "--format", "json", "."]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("broken/txlint.toml"), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let paths: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["path"].as_str())
+        .collect();
+    assert_eq!(paths, ["good.sql"]);
+}
