@@ -95,6 +95,9 @@ pub struct Extra {
     /// case): all of a decision read's, or none; those a write tests again on the rows it
     /// changes, also in a subquery on its own table that picks them.
     pub tests: List<Name>,
+    /// `CREATE [TEMP] TABLE t`: `t`, and whether it is temporary. Until its transaction commits
+    /// no other transaction sees the table (a temporary one, never): nothing races on it.
+    pub created: Option<Box<(Name, bool)>>,
 }
 
 /// `f(a, $1)` or `CALL p(..)` in a statement: if the run defines `f`, its statements run here.
@@ -121,6 +124,7 @@ static NO_EXTRA: Extra = Extra {
     calls: List::new(),
     condition: None,
     tests: List::new(),
+    created: None,
 };
 
 /// An expression's ingredients.

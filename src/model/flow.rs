@@ -27,6 +27,41 @@ impl Unit {
     }
 }
 
+/// The tables a unit creates, in program order: where each is private (see
+/// [`Created::private`]).
+#[derive(Debug, Default)]
+pub struct Created<'u> {
+    /// The creating statement's `seq`, its transaction (index in the unit's), whether that is
+    /// a transaction that can hold it back (not autocommit, not unknown), the table, temporary.
+    tables: Vec<(usize, usize, bool, &'u str, bool)>,
+}
+
+impl<'u> Created<'u> {
+    pub fn of(unit: &'u Unit) -> Self {
+        let mut tables = Vec::new();
+        for (tx, txn) in unit.transactions.iter().enumerate() {
+            let holds = !txn.scope.is_autocommit() && txn.scope != Scope::Unknown;
+            for step in &txn.steps {
+                if let Some(c) = step.facts.extra().created.as_deref() {
+                    tables.push((step.seq, tx, holds, c.0.as_str(), c.1));
+                }
+            }
+        }
+        tables.sort_unstable_by_key(|t| t.0);
+        Created { tables }
+    }
+
+    /// No other transaction can see `table` at the statement `seq` of transaction `tx`: the unit
+    /// created it before as a temporary table (its session's alone), or earlier in that same
+    /// transaction, which has not committed.
+    pub fn private(&self, tx: usize, seq: usize, table: &str) -> bool {
+        let before = self.tables.iter().take_while(|t| t.0 < seq);
+        before
+            .filter(|t| t.3 == table)
+            .any(|&(_, t, holds, _, temp)| temp || (holds && t == tx))
+    }
+}
+
 /// Reads whose results a variable carries: at most this many, the latest kept.
 const ORIGINS: usize = 32;
 
@@ -43,6 +78,8 @@ pub struct Flow<'u> {
     /// Positions in `steps` of the steps that call advisory-lock functions: few, and asked
     /// about for every read-write pair.
     advisory: Vec<usize>,
+    /// Tables the unit creates (see [`Created`]).
+    pub created: Created<'u>,
 }
 
 impl<'u> Flow<'u> {
@@ -95,6 +132,7 @@ impl<'u> Flow<'u> {
             reads,
             origins,
             advisory,
+            created: Created::of(unit),
         }
     }
 

@@ -171,7 +171,8 @@ pub fn build(program: &Program) -> LockGraph<'_> {
     let mut g = LockGraph::default();
     let mut ids: HashMap<Resource, usize> = HashMap::new();
     for unit in program.units.iter().filter(|u| !u.runs_once()) {
-        for tx in &unit.transactions {
+        let created = flow::Created::of(unit);
+        for (ti, tx) in unit.transactions.iter().enumerate() {
             if tx.scope == Scope::Unknown {
                 continue;
             }
@@ -185,8 +186,12 @@ pub fn build(program: &Program) -> LockGraph<'_> {
             // Resources held, with the acquisition that first took each and its statement.
             let mut held: Vec<(usize, u32, &Step)> = Vec::new();
             for step in &tx.steps {
-                // Rows keyed by a row this transaction created: no other one can reach them.
-                let private = |r: &Resource| matches!(r, Resource::Table(t) if flow::fresh_rows(&program.schema, &tx.steps, step, t));
+                // Rows keyed by a row this transaction created, or in a table it created: no
+                // other one can reach them.
+                let private = |r: &Resource| {
+                    matches!(r, Resource::Table(t) if flow::fresh_rows(&program.schema, &tx.steps, step, t)
+                        || created.private(ti, step.seq, t))
+                };
                 for (resource, span, waits) in
                     acquisitions(step).into_iter().filter(|a| !private(&a.0))
                 {

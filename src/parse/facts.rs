@@ -237,6 +237,36 @@ fn isolation_from_str(s: &str) -> Option<Isolation> {
     }
 }
 
+/// `CREATE [GLOBAL | LOCAL] [TEMP | TEMPORARY | UNLOGGED] TABLE [IF NOT EXISTS] name`: the
+/// table's name, and whether it is temporary (seen by its session only); none for `IF NOT
+/// EXISTS` of a table that is not temporary.
+fn created_table(c: &Cursor) -> Option<(Name, bool)> {
+    if !c.is(0, "create") {
+        return None;
+    }
+    let at = (1..5).find(|&i| c.is(i, "table"))?;
+    let between = |w: &str| (1..at).any(|i| c.is(i, w));
+    if !(1..at).all(|i| {
+        c.word_is(i, |w| {
+            matches!(w, "global" | "local" | "temp" | "temporary" | "unlogged")
+        })
+    }) {
+        return None;
+    }
+    let temp = between("temp") || between("temporary");
+    let mut i = at + 1;
+    if c.is(i, "if") && c.is(i + 1, "not") && c.is(i + 2, "exists") {
+        // A table that may have been there before is shared like any other (a temporary
+        // one is still the session's).
+        if !temp {
+            return None;
+        }
+        i += 3;
+    }
+    let (name, _) = c.name(i)?;
+    Some((name.into(), temp))
+}
+
 /// `ISOLATION LEVEL x` anywhere in the statement.
 fn isolation_clause(c: &Cursor) -> Option<Isolation> {
     (0..c.t.len())
@@ -298,6 +328,11 @@ impl Reader<'_> {
             StmtKind::Set => f.extra_mut().set = set_fact(&c),
             StmtKind::Lock if self.dialect == Dialect::Postgres => {
                 f.extra_mut().table_lock = Some(Box::new(self.table_lock(&c)));
+            }
+            StmtKind::Ddl => {
+                if let Some(created) = created_table(&c) {
+                    f.extra_mut().created = Some(Box::new(created));
+                }
             }
             _ => {}
         }

@@ -303,7 +303,10 @@ fn finding(
     let rf = &r.step.facts;
     let wf = &w.step.facts;
     let table = &wf.writes.first()?.name;
-    if is_hole(table) || unit.exclusive(&r.step.branch, &w.step.branch) {
+    if is_hole(table)
+        || unit.exclusive(&r.step.branch, &w.step.branch)
+        || flow.created.private(r.tx, r.step.seq, table)
+    {
         return None;
     }
     let dependence = depends(unit, flow, taken, r.step, wi, table)?;

@@ -50,7 +50,7 @@ fn write(
         return None;
     }
     let table = &f.writes.first()?.name;
-    if is_hole(table) {
+    if is_hole(table) || flow.created.private(w.tx, w.step.seq, table) {
         return None;
     }
     for (n, ri) in flow.reads_of(table, i).enumerate() {
