@@ -181,6 +181,16 @@ struct CheckArgs {
     /// Print the findings only: no summary line.
     #[arg(long, short)]
     quiet: bool,
+    /// Colour in the text report: `auto` when writing to a terminal and `NO_COLOR` is unset.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    color: Color,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -650,7 +660,11 @@ fn check(args: CheckArgs) -> ExitCode {
     run.program.forget_model();
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let style = TextStyle {
-        color: to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        color: match args.color {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        },
         width: if to_terminal { terminal_width() } else { 100 },
     };
     let rendered = match (args.statistics, args.format) {

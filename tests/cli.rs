@@ -1211,3 +1211,28 @@ fn a_bad_path_or_a_broken_sub_project_leaves_the_rest_linted() {
         .collect();
     assert_eq!(paths, ["good.sql"]);
 }
+
+/// `--format concise` is one line per finding; control characters from a source file are
+/// escaped in every text output; `--color` overrides the terminal test.
+#[test]
+fn concise_lines_escaped_control_characters_and_color() {
+    let d = Dir::new("concise");
+    d.write(
+        "a.sql",
+        "SELECT pg_advisory_xact_lock(1);\n-- \u{1b}]0;pwned\u{7}\n",
+    );
+    let o = txlint(d.path(), &["check", "--format", "concise", "a.sql"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stdout(&o).lines().collect::<Vec<_>>(),
+        [
+            "a.sql:1:8: error[xact-lock-outside-transaction] `pg_advisory_xact_lock(1)` is taken outside a transaction (autocommit) and released when this statement ends, before any work it should protect"
+        ]
+    );
+    let text = stdout(&txlint(d.path(), &["check", "--color", "never", "a.sql"]));
+    assert!(text.contains("?]0;pwned?"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+    let colored = stdout(&txlint(d.path(), &["check", "--color", "always", "a.sql"]));
+    assert!(colored.contains("\u{1b}["), "{colored}");
+    assert!(!colored.contains("\u{1b}]0;pwned"), "{colored}");
+}

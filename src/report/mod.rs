@@ -1,5 +1,6 @@
 //! Reporters: one function per output format, all fed the same [`crate::Run`].
 
+pub mod concise;
 pub mod github;
 pub mod gitlab;
 pub mod graph;
@@ -16,6 +17,8 @@ use crate::diagnostic::Severity;
 pub enum Format {
     /// Source snippets with the finding, its labels and help (miette).
     Text,
+    /// One line per finding: `path:line:column: severity[rule] message`.
+    Concise,
     /// One JSON document with every finding (schema in docs/output.md).
     Json,
     /// SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
@@ -37,6 +40,7 @@ pub struct TextStyle {
 pub fn render(run: &Run, format: Format, style: TextStyle) -> String {
     match format {
         Format::Text => text::render(run, style),
+        Format::Concise => concise::render(run),
         Format::Json => json::render(run),
         Format::Sarif => sarif::render(run),
         Format::Github => github::render(run),

@@ -1,5 +1,6 @@
 //! The human report: miette's graphical rendering of each finding, then a summary line.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use miette::{
@@ -7,13 +8,52 @@ use miette::{
     SourceCode, SourceSpan, SpanContents,
 };
 
+use super::concise::escaped;
 use super::{TextStyle, counts};
 use crate::Run;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::source::{SourceFile, Span};
 
-/// A source file as miette reads it, named by its display path, without copying its text.
-struct Source<'a>(&'a SourceFile);
+/// A source file as miette reads it, named by its display path, without copying its text
+/// (but see [`Shown`]).
+struct Source<'a>(&'a SourceFile, &'a str);
+
+/// The texts of files shown that hold control characters (an escape sequence in a comment),
+/// with each replaced by `?` (or `¿` for a two-byte one): every offset stays where it was, and
+/// nothing from a source file reaches the terminal as a command.
+#[derive(Default)]
+struct Shown(HashMap<usize, String>);
+
+impl Shown {
+    fn of(run: &Run) -> Self {
+        let mut shown = Shown::default();
+        let spans = run
+            .diagnostics
+            .iter()
+            .flat_map(|d| std::iter::once(d.span.file).chain(d.labels.iter().map(|l| l.span.file)));
+        for id in spans {
+            let text = run.program.files[id].text();
+            let unsafe_char = |c: char| c.is_control() && !matches!(c, '\n' | '\r' | '\t');
+            if !shown.0.contains_key(&id) && text.chars().any(unsafe_char) {
+                let clean = text
+                    .chars()
+                    .map(|c| match (unsafe_char(c), c.len_utf8()) {
+                        (false, _) => c,
+                        (true, 1) => '?',
+                        (true, _) => '¿',
+                    })
+                    .collect();
+                shown.0.insert(id, clean);
+            }
+        }
+        shown
+    }
+
+    fn source<'a>(&'a self, run: &'a Run, id: usize) -> Source<'a> {
+        let file = &run.program.files[id];
+        Source(file, self.0.get(&id).map_or(file.text(), String::as_str))
+    }
+}
 
 impl SourceCode for Source<'_> {
     fn read_span<'a>(
@@ -26,7 +66,7 @@ impl SourceCode for Source<'_> {
         // many findings in one large file quadratic: it scans only the lines around the span
         // (with a line to spare on each side; line breaks are counted alike), and the result is
         // moved back into the whole text.
-        let text = self.0.text();
+        let text = self.1;
         let lines = &self.0.lines;
         let end = span.offset() + span.len();
         let first = lines
@@ -113,8 +153,7 @@ fn source_span(span: Span) -> SourceSpan {
     (span.start(), span.end() - span.start()).into()
 }
 
-fn report<'a>(run: &'a Run, d: &'a Diagnostic) -> Report<'a> {
-    let files = &run.program.files;
+fn report<'a>(run: &'a Run, shown: &'a Shown, d: &'a Diagnostic) -> Report<'a> {
     let mut labels = vec![LabeledSpan::new_primary_with_span(
         d.note.clone(),
         source_span(d.span),
@@ -132,7 +171,7 @@ fn report<'a>(run: &'a Run, d: &'a Diagnostic) -> Report<'a> {
                 severity: miette::Severity::Advice,
                 message: &l.message,
                 help: None,
-                source: Source(&files[l.span.file]),
+                source: shown.source(run, l.span.file),
                 labels: vec![LabeledSpan::new_primary_with_span(
                     None,
                     source_span(l.span),
@@ -150,7 +189,7 @@ fn report<'a>(run: &'a Run, d: &'a Diagnostic) -> Report<'a> {
         },
         message: &d.message,
         help: d.help.as_deref(),
-        source: Source(&files[d.span.file]),
+        source: shown.source(run, d.span.file),
         labels,
         related,
     }
@@ -167,14 +206,19 @@ pub fn render_findings(run: &Run, style: TextStyle) -> String {
         .with_width(style.width)
         .with_links(false);
     let mut out = String::new();
+    let shown = Shown::of(run);
     for d in &run.diagnostics {
-        let r = report(run, d);
+        let r = report(run, &shown, d);
         if !drawable(run, d) || handler.render_report(&mut out, &r).is_err() {
             // Never lose a finding to a rendering problem: fall back to one line.
             let lc = run.program.files[d.span.file].line_col(d.span.start());
             out += &format!(
                 "{}:{}:{}: {}: {}\n",
-                run.program.files[d.span.file].display, lc.line, lc.column, d.rule, d.message
+                escaped(&run.program.files[d.span.file].display),
+                lc.line,
+                lc.column,
+                d.rule,
+                escaped(&d.message)
             );
         }
         out.push('\n');
@@ -277,7 +321,7 @@ mod tests {
         }
         text.push_str("last line without a break");
         let file = SourceFile::new("t.sql".into(), "t.sql".into(), text.clone());
-        let source = Source(&file);
+        let source = Source(&file, file.text());
         let spans = (0..text.len())
             .step_by(5)
             .filter(|&o| text.is_char_boundary(o))
