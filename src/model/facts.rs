@@ -168,6 +168,10 @@ pub struct TableDdl {
     pub primary_key: Option<Vec<String>>,
     /// Unique column sets (`UNIQUE`, unique indexes), the primary key not repeated.
     pub unique: Vec<Vec<String>>,
+    /// Partial unique indexes txlint can follow: the key, and the columns the index's `WHERE`
+    /// requires to be NULL (`WHERE deleted_at IS NULL`). Other partial indexes, and indexes on
+    /// expressions, are not keys here.
+    pub partial: Vec<(Vec<String>, Vec<String>)>,
     pub foreign_keys: Vec<ForeignKey>,
 }
 

@@ -14,6 +14,9 @@ pub struct TableInfo {
     pub columns: Vec<String>,
     pub primary_key: Option<Vec<String>>,
     pub unique: Vec<Vec<String>>,
+    /// Partial unique keys, with the columns that must be NULL for a row to be covered (see
+    /// [`TableDdl::partial`]).
+    pub partial: Vec<(Vec<String>, Vec<String>)>,
     pub foreign_keys: Vec<ForeignKey>,
     /// Where the table is created (the first statement that declared anything of it).
     pub declared: Option<Span>,
@@ -30,6 +33,11 @@ impl TableInfo {
         for u in &ddl.unique {
             if !self.unique.contains(u) {
                 self.unique.push(u.clone());
+            }
+        }
+        for p in &ddl.partial {
+            if !self.partial.contains(p) {
+                self.partial.push(p.clone());
             }
         }
         for fk in &ddl.foreign_keys {
@@ -106,6 +114,29 @@ impl Schema {
                 !key.is_empty() && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
             })
             .cloned()
+    }
+
+    /// As [`Schema::unique_within`], for a row written with values for `set` (columns given a
+    /// value that is not NULL): also a partial key that covers such a row (`WHERE deleted_at IS
+    /// NULL` when `deleted_at` is not among them); a partial key the row falls outside of settles
+    /// nothing for it.
+    pub fn unique_within_row<C: AsRef<str>>(
+        &self,
+        table: &str,
+        columns: &[C],
+        set: &[&str],
+    ) -> Option<Vec<String>> {
+        self.unique_within(table, columns).or_else(|| {
+            let t = self.tables.get(table)?;
+            t.partial
+                .iter()
+                .find(|(key, nulls)| {
+                    !key.is_empty()
+                        && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
+                        && !nulls.iter().any(|n| set.contains(&n.as_str()))
+                })
+                .map(|(key, _)| key.clone())
+        })
     }
 
     /// `column` is part of the primary key or of a unique constraint of `table`.

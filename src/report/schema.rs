@@ -30,6 +30,15 @@ pub fn render(run: &Run) -> String {
         for u in &t.unique {
             let _ = writeln!(out, "  unique: {}", list(u));
         }
+        for (key, nulls) in &t.partial {
+            let nulls: Vec<String> = nulls.iter().map(|n| format!("{n} IS NULL")).collect();
+            let _ = writeln!(
+                out,
+                "  unique: {} where {} (partial)",
+                list(key),
+                nulls.join(" AND ")
+            );
+        }
         for fk in &t.foreign_keys {
             let _ = writeln!(
                 out,

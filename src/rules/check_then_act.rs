@@ -233,7 +233,7 @@ fn insert_unless_exists(
         return None;
     }
     let absent: Vec<&str> = e.absent.iter().map(|(c, _)| c.as_str()).collect();
-    let key = schema.unique_within(&table.name, &absent);
+    let key = schema.unique_within_row(&table.name, &absent, &given(step));
     match (report, key) {
         (Report::Refusals, Some(key)) => return refused::one_statement(unit, step, &key),
         (Report::Refusals, None) | (Report::Races, Some(_)) => return None,
@@ -404,7 +404,11 @@ fn finding(
         })
         .map(|(c, _)| c.as_str())
         .collect();
-    if let Some(key) = cx.program.schema.unique_within(table, &decided) {
+    if let Some(key) = cx
+        .program
+        .schema
+        .unique_within_row(table, &decided, &given(w.step))
+    {
         return match (report, wf.kind) {
             // The code answers "it exists" with an error already: the loser's unique
             // violation is the same answer.
@@ -813,6 +817,19 @@ fn fails_when_found(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -> bool {
 /// check tested: the write re-evaluates the predicate on the rows it touches (under READ
 /// COMMITTED, against the latest version), so a stale answer makes it touch nothing rather than
 /// the wrong rows. Counts and sums are not re-checked this way: their write skew stays.
+/// The columns a write gives a value that is not a literal NULL (the inserted row's, or those
+/// an `UPDATE` sets): what decides whether a partial unique key covers the row.
+fn given(w: &Step) -> Vec<&str> {
+    let f = &w.facts;
+    let inserts = f.inserts.iter().map(|(c, o)| (c.as_str(), o));
+    let sets = f.sets.iter().map(|s| (s.column.as_str(), &s.value));
+    inserts
+        .chain(sets)
+        .filter(|(_, o)| !o.text.eq_ignore_ascii_case("null"))
+        .map(|(c, _)| c)
+        .collect()
+}
+
 fn rechecks(r: &Step, w: &Step) -> bool {
     let rf = &r.facts;
     let wf = &w.facts;

@@ -993,6 +993,7 @@ pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, Tabl
                         columns: table_columns(g.stream()),
                         primary_key: Some(key.take().unwrap_or_else(|| vec!["id".into()])),
                         unique: Vec::new(),
+                        partial: Vec::new(),
                         foreign_keys: Vec::new(),
                     },
                 ));

@@ -49,6 +49,7 @@ pub(super) fn entity_table(
         columns: Vec::new(),
         primary_key: None,
         unique: Vec::new(),
+        partial: Vec::new(),
         foreign_keys: Vec::new(),
     };
     let mut key = Vec::new();

@@ -106,6 +106,19 @@ fn constraint(c: &TableConstraint, ddl: &mut TableDdl) {
     }
 }
 
+/// The columns a partial index's `WHERE` requires to be NULL, when that is all it requires.
+fn null_columns(w: &Expr) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    and_parts(w, &mut parts);
+    parts
+        .into_iter()
+        .map(|p| match p {
+            Expr::IsNull(e) => column_name(e),
+            _ => None,
+        })
+        .collect()
+}
+
 fn ddl(stmt: &Statement) -> Option<TableDdl> {
     match stmt {
         Statement::CreateTable(t) => {
@@ -135,16 +148,24 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
             }
             Some(ddl)
         }
-        Statement::CreateIndex(i) if i.unique => Some(TableDdl {
-            table: table_name(&i.table_name),
-            unique: vec![
-                i.columns
-                    .iter()
-                    .filter_map(|c| column_name(&c.column.expr))
-                    .collect(),
-            ],
-            ..TableDdl::default()
-        }),
+        Statement::CreateIndex(i) if i.unique => {
+            // A key on an expression (`lower(email)`) is no key on the column.
+            let key: Option<Vec<String>> = i
+                .columns
+                .iter()
+                .map(|c| column_name(&c.column.expr))
+                .collect();
+            let mut ddl = TableDdl {
+                table: table_name(&i.table_name),
+                ..TableDdl::default()
+            };
+            match (key, &i.predicate) {
+                (Some(key), None) => ddl.unique.push(key),
+                (Some(key), Some(w)) => ddl.partial.extend(null_columns(w).map(|n| (key, n))),
+                (None, _) => {}
+            }
+            Some(ddl)
+        }
         Statement::AlterTable(a) => {
             let mut ddl = TableDdl {
                 table: table_name(&a.name),
@@ -431,4 +452,35 @@ fn operand(e: &Expr, positional: &mut usize) -> Operand {
         ControlFlow::<()>::Continue(())
     });
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ddl_of(sql: &str) -> TableDdl {
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let stmt = sqlparser::parser::Parser::parse_sql(&dialect, sql).expect("parses");
+        ddl(&stmt[0]).expect("a table's keys")
+    }
+
+    #[test]
+    fn unique_indexes_on_expressions_or_partial_are_keys_only_where_they_say_so() {
+        let full = ddl_of("CREATE UNIQUE INDEX u ON users (org_id, email)");
+        assert_eq!(
+            full.unique,
+            [vec!["org_id".to_string(), "email".to_string()]]
+        );
+        // `lower(email)` is no key on `email`, nor is `org_id` alone.
+        let expr = ddl_of("CREATE UNIQUE INDEX u ON users (org_id, lower(email))");
+        assert!(expr.unique.is_empty() && expr.partial.is_empty());
+        let soft = ddl_of("CREATE UNIQUE INDEX u ON users (email) WHERE deleted_at IS NULL");
+        assert!(soft.unique.is_empty());
+        assert_eq!(
+            soft.partial,
+            [(vec!["email".to_string()], vec!["deleted_at".to_string()])]
+        );
+        let other = ddl_of("CREATE UNIQUE INDEX u ON users (email) WHERE active");
+        assert!(other.unique.is_empty() && other.partial.is_empty());
+    }
 }
