@@ -184,6 +184,10 @@ struct CheckArgs {
     /// Colour in the text report: `auto` when writing to a terminal and `NO_COLOR` is unset.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     color: Color,
+    /// Skip files and folders matching these globs too, as if each project's configuration
+    /// listed them under `exclude` (relative to its folder; repeat or separate with commas).
+    #[arg(long, value_delimiter = ',', value_name = "GLOBS")]
+    exclude: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -261,18 +265,18 @@ fn main() -> ExitCode {
             paths,
             format,
             config,
-        } => match load(&paths, config.as_deref(), false, false, false) {
+        } => match load(&paths, config.as_deref(), false, false, false, &[]) {
             Ok((run, partial)) => exit_partial(emit(&report::graph::render(&run, format)), partial),
             Err(code) => code,
         },
         Command::Schema { paths, config } => {
-            match load(&paths, config.as_deref(), false, false, false) {
+            match load(&paths, config.as_deref(), false, false, false, &[]) {
                 Ok((run, partial)) => exit_partial(emit(&report::schema::render(&run)), partial),
                 Err(code) => code,
             }
         }
         Command::Model { paths, config } => {
-            match load(&paths, config.as_deref(), false, false, false) {
+            match load(&paths, config.as_deref(), false, false, false, &[]) {
                 Ok((run, partial)) => exit_partial(emit(&report::model::render(&run)), partial),
                 Err(code) => code,
             }
@@ -350,8 +354,10 @@ fn load(
     force_exclude: bool,
     context: bool,
     by_project: bool,
+    exclude: &[String],
 ) -> Result<(txlint::Run, bool), ExitCode> {
-    let (cwd, config) = start(config_path)?;
+    let (cwd, mut config) = start(config_path)?;
+    config.exclude.extend_from_slice(exclude);
     let found = discover::discover(paths, &cwd, &config, force_exclude);
     // A path that is not there is reported and the rest linted; the run then exits 2.
     let mut partial = false;
@@ -380,7 +386,7 @@ fn load(
     }
     let named = paths.iter().all(|p| p.is_file());
     let explicit = config_path.is_some() || !by_project;
-    let (projects, broken) = projects(&found.files, config, &cwd, explicit, |f| {
+    let (projects, broken) = projects(&found.files, config, &cwd, explicit, exclude, |f| {
         force_exclude || !paths.contains(f)
     });
     partial |= broken;
@@ -423,7 +429,7 @@ fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -
     let Some((path, line)) = path_and_line(at) else {
         return fail(format!("`{}` is not path:line", at.to_string_lossy()));
     };
-    let run = match load(std::slice::from_ref(&path), config, false, true, false) {
+    let run = match load(std::slice::from_ref(&path), config, false, true, false, &[]) {
         Ok((run, _)) => run,
         Err(code) => return code,
     };
@@ -493,6 +499,7 @@ fn projects(
     top: Config,
     cwd: &Path,
     explicit: bool,
+    exclude: &[String],
     selectable: impl Fn(&PathBuf) -> bool,
 ) -> (Vec<(Config, Vec<PathBuf>)>, bool) {
     if explicit {
@@ -532,7 +539,10 @@ fn projects(
         };
         // One project's broken configuration leaves the others linted.
         let config = match Config::discover(&folder, None) {
-            Ok(config) => config,
+            Ok(mut config) => {
+                config.exclude.extend_from_slice(exclude);
+                config
+            }
             Err(e) => {
                 fail(format!("{e} (its {} files were not linted)", files.len()));
                 broken = true;
@@ -599,6 +609,7 @@ fn check(args: CheckArgs) -> ExitCode {
             args.force_exclude,
             !args.no_context,
             true,
+            &args.exclude,
         ),
     };
     let (mut run, partial) = match loaded {

@@ -1236,3 +1236,36 @@ fn concise_lines_escaped_control_characters_and_color() {
     assert!(colored.contains("\u{1b}["), "{colored}");
     assert!(!colored.contains("\u{1b}]0;pwned"), "{colored}");
 }
+
+/// `--exclude` adds globs to every project's `exclude`, sub-projects' too.
+#[test]
+fn exclude_on_the_command_line_applies_to_every_project() {
+    let d = Dir::new("cli-exclude");
+    d.write("txlint.toml", "")
+        .write("a.sql", BAD)
+        .write("generated/g.sql", BAD)
+        .write("sub/txlint.toml", "")
+        .write("sub/b.sql", BAD)
+        .write("sub/generated/h.sql", BAD);
+    let paths = |args: &[&str]| -> Vec<String> {
+        let o = txlint(d.path(), args);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+        let mut p: Vec<String> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x["path"].as_str().map(str::to_string))
+            .collect();
+        p.sort();
+        p
+    };
+    assert_eq!(
+        paths(&["check", "--format", "json", "."]).len(),
+        4,
+        "every file without --exclude"
+    );
+    assert_eq!(
+        paths(&["check", "--format", "json", "--exclude", "generated", "."]),
+        ["a.sql", "sub/b.sql"]
+    );
+}
