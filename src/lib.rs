@@ -575,6 +575,13 @@ pub(crate) fn read(path: &Path) -> Result<(String, Option<usize>), String> {
             "file looks like UTF-16{order} without a byte-order mark (every other byte is NUL); txlint reads UTF-8: save it as UTF-8, not analysed"
         ));
     }
+    // A NUL near the start, as git tells binary files: no SQL or Rust text holds one
+    // (PostgreSQL rejects it in a query), and printing the rest would send bytes to a terminal.
+    if let Some(at) = bytes.iter().take(8000).position(|&b| b == 0) {
+        return Err(format!(
+            "binary file (a NUL byte at offset {at}), not SQL or Rust text; not analysed"
+        ));
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok((text, None)),
         Err(e) => {

@@ -1269,3 +1269,28 @@ fn exclude_on_the_command_line_applies_to_every_project() {
         ["a.sql", "sub/b.sql"]
     );
 }
+
+/// A binary file named `.sql` (a NUL byte near its start) is a `read-error`, not analysed nor
+/// shown; the other files are linted.
+#[test]
+fn a_binary_file_is_reported_not_printed() {
+    let d = Dir::new("binary");
+    d.write("a.sql", BAD);
+    std::fs::write(
+        d.path().join("blob.sql"),
+        b"\x7fELF\x02\x01\x00\x00SELECT pg_advisory_xact_lock(1);\x1b]0;x\x07",
+    )
+    .unwrap();
+    let o = txlint(d.path(), &["check", "--format", "concise", "."]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("blob.sql:1:1: error[read-error] binary file (a NUL byte at offset 6)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("a.sql:1:8: error[xact-lock-outside-transaction]"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(!out.contains('\u{1b}'), "{out}");
+}
