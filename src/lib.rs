@@ -266,6 +266,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         diagnostics.extend(x.notes);
         routines.extend(x.routines);
         program.generated.extend(x.generated);
+        program.unread_sql.extend(x.unread_sql);
         program.summaries.extend(x.summaries);
         declared.extend(x.declared);
         triggers.extend(x.triggers);

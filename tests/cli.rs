@@ -1294,3 +1294,26 @@ fn a_binary_file_is_reported_not_printed() {
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(!out.contains('\u{1b}'), "{out}");
 }
+
+/// A query sent with SQL built at run time is not silence: the summary counts such calls and
+/// `txlint model` says where they are.
+#[test]
+fn query_calls_whose_sql_was_not_read_are_counted_and_listed() {
+    let d = Dir::new("unread-sql");
+    d.write(
+        "src/a.rs",
+        "async fn f(pool: &sqlx::PgPool, t: &str) -> sqlx::Result<()> {\n    let sql = make(t);\n    sqlx::query(&sql).execute(pool).await?;\n    sqlx::query(\"SELECT 1\").execute(pool).await?;\n    Ok(())\n}\n",
+    );
+    let o = txlint(d.path(), &["check", "src/a.rs"]);
+    assert!(
+        stdout(&o)
+            .contains("(1 query call with SQL txlint could not read, listed by `txlint model`)"),
+        "{}",
+        stdout(&o)
+    );
+    let model = stdout(&txlint(d.path(), &["model", "src/a.rs"]));
+    assert!(
+        model.contains("src/a.rs:3:23 query call whose SQL txlint could not read"),
+        "{model}"
+    );
+}

@@ -145,6 +145,9 @@ pub struct Extracted {
     pub unreadable: usize,
     /// SQL txlint wrote for query-builder chains (diesel), by the chain's span.
     pub generated: Vec<(Span, String)>,
+    /// Calls that send a query on a database handle whose SQL txlint could not read (built at
+    /// run time, from a factory it cannot follow): what the run did not see.
+    pub unread_sql: Vec<Span>,
     /// Tables host code declares (diesel's `table!`).
     pub declared: Vec<crate::model::TableDdl>,
     /// `CREATE TRIGGER` statements, in file order.
@@ -161,6 +164,7 @@ impl Extracted {
         self.embedded.extend(o.embedded);
         self.routines.extend(o.routines);
         self.generated.extend(o.generated);
+        self.unread_sql.extend(o.unread_sql);
         self.declared.extend(o.declared);
         self.triggers.extend(o.triggers);
         self.summaries.extend(o.summaries);

@@ -29,6 +29,9 @@ pub struct Program {
     /// What each Rust helper that callers walk in place does to the handles it gets (for
     /// `txlint model`; the rules read the callers' units).
     pub summaries: Vec<Summary>,
+    /// Calls that send SQL txlint could not read (see [`crate::extract::Extracted`]), in
+    /// file order.
+    pub unread_sql: Vec<Span>,
 }
 
 impl Program {

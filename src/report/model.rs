@@ -151,6 +151,13 @@ pub fn render(run: &Run) -> String {
     for summary in summaries {
         helper(&mut out, summary, &at);
     }
+    for &span in &run.program.unread_sql {
+        let _ = writeln!(
+            out,
+            "{} query call whose SQL txlint could not read",
+            at(span)
+        );
+    }
     let counts: Vec<String> = by_executor
         .iter()
         .map(|(k, n)| format!("{n} via {k}"))

@@ -276,6 +276,13 @@ pub fn summary(run: &Run) -> String {
             plural(run.baselined, "finding")
         ));
     }
+    let unread = run.program.unread_sql.len();
+    if unread > 0 {
+        aside.push(format!(
+            "{} with SQL txlint could not read, listed by `txlint model`",
+            plural(unread, "query call")
+        ));
+    }
     if s.rust_skipped > 0 {
         aside.push(format!(
             "{} with no SQL or handle, not parsed",

@@ -100,6 +100,17 @@ impl<'a> Walker<'a, '_> {
             let text = self.source_of(&m.receiver);
             return self.emit(&sql, handle, text, at);
         }
+        // A query sent on a database handle with SQL txlint could not read (`client.query(&sql,
+        // ..)`, `sqlx::query(&built).execute(pool)`): counted, so silence is not read as a
+        // clean bill.
+        let on_handle =
+            matches!(receiver, Value::Handle(_)) && CLIENT_METHODS.contains(&name.as_str());
+        let sent_to_handle = TERMINALS.contains(&name.as_str())
+            && matches!(args.first(), Some(Value::Handle(_)))
+            && !matches!(receiver, Value::Sql(_));
+        if (on_handle && arg_sql.is_none() && !m.args.is_empty()) || sent_to_handle {
+            self.front.out.unread_sql.push(at);
+        }
         // sqlx::query("...").bind(x).fetch_one(&mut *tx)
         if let Value::Sql(sql) = &receiver
             && TERMINALS.contains(&name.as_str())

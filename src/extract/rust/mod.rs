@@ -274,6 +274,7 @@ fn batch(
     let mut kept: HashSet<FileId> = front.out.units.iter().flat_map(Unit::files).collect();
     kept.extend(front.out.summaries.iter().flat_map(|s| s.unit.files()));
     kept.extend(front.out.failures.iter().map(|f| f.span.file));
+    kept.extend(front.out.unread_sql.iter().map(|s| s.file));
     for (id, f) in &mut own {
         if late.contains(id) && !kept.contains(id) && !f.text().contains("txlint") {
             f.forget();
