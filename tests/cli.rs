@@ -806,6 +806,9 @@ fn init_writes_a_commented_configuration_that_means_the_defaults() {
         text.lines().all(|l| l.is_empty() || l.starts_with('#')),
         "{text}"
     );
+    // The file stands alone: it points at sections of the docs, not at sections "below"
+    // that only the docs page has.
+    assert!(!text.contains("\" below"), "{text}");
     // It parses, and a run with it behaves as without it.
     d.write("a.sql", BAD);
     assert_eq!(txlint(d.path(), &["check"]).status.code(), Some(1));

@@ -114,3 +114,19 @@ fn the_configuration_page_is_a_configuration_that_loads() {
     );
     assert_eq!(config.overrides.len(), 3);
 }
+
+/// README's table of what txlint finds names every rule, each once, linked to its page.
+#[test]
+fn the_readme_lists_every_rule() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    for rule in ALL {
+        let row = format!("| [`{0}`](rules/{0}.md) |", rule.name);
+        assert_eq!(
+            readme.matches(&row).count(),
+            1,
+            "README's rule table has no row (or several) for `{}`",
+            rule.name
+        );
+    }
+}
