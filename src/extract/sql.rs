@@ -129,6 +129,7 @@ pub fn extract(
         kind: Executor::Session,
         acquired: None,
         inherited: false,
+        handed_on: false,
     }];
     x.out.units.insert(0, unit);
     x.out

@@ -328,6 +328,10 @@ pub struct Session {
     /// PgConnection` that `&mut *tx` gives, diesel's `conn.transaction(|conn| ..)`): a
     /// transaction the caller opened may be open on it.
     pub inherited: bool,
+    /// The connection itself is moved on by value (into a tuple, a struct, a call's argument
+    /// that is not `drop`): its new owner, a guard whose `Drop` may unlock it, decides when it
+    /// goes back to the pool.
+    pub handed_on: bool,
 }
 
 /// A place where host code may leave the function early.

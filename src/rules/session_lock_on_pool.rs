@@ -94,6 +94,15 @@ fn unlock_problem(
         .filter(|s| s.session == lock_step.session)
         .collect();
     let base = |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(lock_step);
+    // Never unlocked here, but the connection was handed on (to a guard whose `Drop` may
+    // unlock it, to the caller): its new owner decides.
+    let handed_on = lock_step
+        .session
+        .and_then(|id| unit.sessions.iter().find(|s| s.id == id))
+        .is_some_and(|s| s.handed_on);
+    if later_unlocks.is_empty() && handed_on {
+        return None;
+    }
     if same.is_empty() {
         if let Some(other) = later_unlocks.first() {
             return Some(

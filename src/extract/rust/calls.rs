@@ -350,6 +350,13 @@ impl<'a> Walker<'a, '_> {
                 .is_some_and(|s| self.ix.function(&s.ident.to_string(), self.file).is_some()),
             _ => false,
         };
+        // A connection passed by value to anything but `drop` is handed on (`Ok(Guard::new(
+        // id, conn))`, `Some(conn)`); a function of the run walked in place shows its own use.
+        let drops = matches!(&*c.func, syn::Expr::Path(p)
+            if p.path.segments.last().is_some_and(|s| s.ident == "drop"));
+        if !drops && !of_run {
+            c.args.iter().for_each(|a| self.moved_on(a));
+        }
         let args: Vec<Value> = c
             .args
             .iter()

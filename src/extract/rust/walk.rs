@@ -190,8 +190,26 @@ impl<'a, 'w> Walker<'a, 'w> {
             kind,
             acquired,
             inherited: false,
+            handed_on: false,
         });
         id
+    }
+
+    /// `e` moves a connection on by value (a bare variable holding a handle on a session this
+    /// function acquired): the session is handed on.
+    pub(super) fn moved_on(&mut self, e: &syn::Expr) {
+        let syn::Expr::Path(p) = e else {
+            return;
+        };
+        let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
+            return;
+        };
+        if let Some(Value::Handle(h)) = self.vars.get(&name)
+            && let Some(s) = h.session.and_then(|id| self.sessions.get_mut(id))
+            && s.acquired.is_some()
+        {
+            s.handed_on = true;
+        }
     }
 
     /// A connection handle on a new session; `origin` is the session's kind for the rules
@@ -916,6 +934,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
             E::Tuple(t) => {
+                t.elems.iter().for_each(|e| self.moved_on(e));
                 let mut vals = self.exprs(&t.elems);
                 if vals.is_empty() {
                     Value::None
@@ -934,6 +953,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     .fields
                     .iter()
                     .map(|f| {
+                        self.moved_on(&f.expr);
                         let v = self.expr(&f.expr);
                         self.or_data(v, &f.expr)
                     })
