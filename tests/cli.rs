@@ -1320,3 +1320,45 @@ fn query_calls_whose_sql_was_not_read_are_counted_and_listed() {
         "{model}"
     );
 }
+
+/// docs/output.md's JSON example is what `txlint check --format json examples/` prints: the
+/// same fields everywhere, its finding one of the run's (its `help` may be cut with ` ...`),
+/// the same summary.
+#[test]
+fn the_json_example_of_the_docs_is_the_output() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/output.md"))
+        .expect("docs/output.md");
+    let start = doc.find("```json\n").expect("a JSON example") + "```json\n".len();
+    let end = start + doc[start..].find("```").expect("its end");
+    let example: serde_json::Value = serde_json::from_str(&doc[start..end]).expect("JSON");
+    let o = txlint(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["check", "--format", "json", "examples/"],
+    );
+    let real: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v.as_object()
+            .map_or(Vec::new(), |o| o.keys().cloned().collect())
+    };
+    assert_eq!(keys(&example), keys(&real));
+    assert_eq!(example["summary"], real["summary"]);
+    assert_eq!(example["tool"]["name"], real["tool"]["name"]);
+    let shown = &example["diagnostics"][0];
+    let same = real["diagnostics"].as_array().unwrap().iter().find(|d| {
+        keys(d) == keys(shown)
+            && [
+                "rule", "severity", "message", "path", "start", "end", "note", "labels",
+            ]
+            .iter()
+            .all(|k| d[k] == shown[k])
+            && shown["help"].as_str().is_some_and(|h| {
+                let cut = h.trim_end_matches(" ...");
+                d["help"].as_str().is_some_and(|r| r.starts_with(cut))
+            })
+    });
+    assert!(
+        same.is_some(),
+        "the example's finding is not in the output: {}",
+        stdout(&o)
+    );
+}
