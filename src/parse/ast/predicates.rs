@@ -23,13 +23,17 @@ pub(super) fn claim(w: &Expr, table: &str) -> Vec<String> {
             } if matches!(right.as_ref(), Expr::Subquery(_)) => {
                 if let Expr::Subquery(q) = right.as_ref() {
                     picked.extend(by_constants(q, table));
+                    picked.extend(by_tests(q, table));
                 }
             }
             Expr::In {
                 target: InTarget::Subquery(q),
                 negated: false,
                 ..
-            } => picked.extend(by_constants(q, table)),
+            } => {
+                picked.extend(by_constants(q, table));
+                picked.extend(by_tests(q, table));
+            }
             other => outer.extend(operand(other, &mut 0).idents.iter().map(|i| last(i))),
         }
     }
@@ -101,12 +105,7 @@ fn picking_query(e: &Expr) -> Option<&Query> {
 
 /// The tests of `SELECT .. FROM <table> WHERE ..` (that one table, no join).
 fn own_tests(q: &Query, table: &str) -> Vec<String> {
-    let SetExpr::Select(select) = q.body.as_ref() else {
-        return Vec::new();
-    };
-    let own = matches!(select.from.as_slice(), [t] if t.joins.is_empty()
-        && matches!(&t.relation, TableFactor::Table { name, .. } if table_name(name) == table));
-    let Some(w) = select.selection.as_ref().filter(|_| own) else {
+    let Some(w) = own_where(q, table) else {
         return Vec::new();
     };
     let mut parts = Vec::new();
@@ -130,7 +129,41 @@ pub(super) fn and_parts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     }
 }
 
+/// The `WHERE` of `SELECT .. FROM <table> WHERE ..` that reads that one table, no join.
+fn own_where<'q>(q: &'q Query, table: &str) -> Option<&'q Expr> {
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return None;
+    };
+    let own = matches!(select.from.as_slice(), [t] if t.joins.is_empty()
+        && matches!(&t.relation, TableFactor::Table { name, .. } if table_name(name) == table));
+    select.selection.as_ref().filter(|_| own)
+}
+
 /// The columns of [`picked_by`] compared with constants or parameters.
+/// The columns `SELECT .. FROM <table> WHERE ..` (that one table) tests otherwise than by
+/// `col = value`: `worker IS NULL`, `run_at <= now()`, `attempts < 5`, `state <> 'done'`.
+fn by_tests(q: &Query, table: &str) -> Vec<String> {
+    let Some(w) = own_where(q, table) else {
+        return Vec::new();
+    };
+    let mut parts = Vec::new();
+    and_parts(w, &mut parts);
+    let ordering = |op: &BinaryOperator| {
+        use BinaryOperator::*;
+        matches!(op, Lt | LtEq | Gt | GtEq | NotEq)
+    };
+    parts
+        .into_iter()
+        .filter_map(|p| match p {
+            Expr::IsNull(e) | Expr::IsNotNull(e) => column_name(e),
+            Expr::BinaryOp { left, op, right } if ordering(op) => {
+                column_name(left).or_else(|| column_name(right))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn by_constants(q: &Query, table: &str) -> impl Iterator<Item = String> {
     picked_by(q, table)
         .into_iter()
@@ -141,17 +174,7 @@ fn by_constants(q: &Query, table: &str) -> impl Iterator<Item = String> {
 /// The `col = value` conjuncts of `SELECT .. FROM <table> WHERE ..` (one table, no join),
 /// with the names in each value.
 pub(super) fn picked_by(q: &Query, table: &str) -> Vec<(String, Vec<String>)> {
-    let SetExpr::Select(select) = q.body.as_ref() else {
-        return Vec::new();
-    };
-    let one_table = match select.from.as_slice() {
-        [t] if t.joins.is_empty() => match &t.relation {
-            TableFactor::Table { name, .. } => table_name(name) == table,
-            _ => false,
-        },
-        _ => false,
-    };
-    let Some(w) = select.selection.as_ref().filter(|_| one_table) else {
+    let Some(w) = own_where(q, table) else {
         return Vec::new();
     };
     let mut preds = Vec::new();
