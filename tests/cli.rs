@@ -1362,3 +1362,32 @@ fn the_json_example_of_the_docs_is_the_output() {
         stdout(&o)
     );
 }
+
+/// `ALTER TABLE .. DROP CONSTRAINT` removes the key it names, given or by PostgreSQL's default
+/// name (`<table>_<columns>_fkey`, `_key`, `_pkey`): `txlint schema` no longer shows it.
+#[test]
+fn a_constraint_dropped_by_name_leaves_the_schema() {
+    let d = Dir::new("dropped-constraint");
+    d.write(
+        "001.sql",
+        "CREATE TABLE b (id bigint PRIMARY KEY);\n\
+         CREATE TABLE a (id bigint PRIMARY KEY, b_id bigint REFERENCES b (id), c_id bigint,\n\
+         email text UNIQUE, CONSTRAINT a_c_fk FOREIGN KEY (c_id) REFERENCES b (id));\n\
+         CREATE TABLE c (id bigint PRIMARY KEY, k text NOT NULL);\n",
+    )
+    .write(
+        "002.sql",
+        "ALTER TABLE a DROP CONSTRAINT a_b_id_fkey;\nALTER TABLE a DROP CONSTRAINT a_c_fk;\n\
+         ALTER TABLE a DROP CONSTRAINT a_email_key;\n\
+         ALTER TABLE c DROP CONSTRAINT c_pkey, ADD CONSTRAINT c_pkey PRIMARY KEY (k);\n",
+    );
+    let before = stdout(&txlint(d.path(), &["schema", "001.sql"]));
+    assert!(before.contains("foreign key: (b_id) -> b (id)"), "{before}");
+    assert!(before.contains("unique: (email)"), "{before}");
+    let after = stdout(&txlint(d.path(), &["schema", "."]));
+    assert!(!after.contains("foreign key"), "{after}");
+    assert!(!after.contains("unique: (email)"), "{after}");
+    assert!(after.contains("primary key: (id)"), "{after}");
+    // Dropped and added again in one statement: the new key stays.
+    assert!(after.contains("primary key: (k)"), "{after}");
+}

@@ -173,6 +173,8 @@ pub struct TableDdl {
     /// expressions, are not keys here.
     pub partial: Vec<(Vec<String>, Vec<String>)>,
     pub foreign_keys: Vec<ForeignKey>,
+    /// `ALTER TABLE .. DROP CONSTRAINT name`: the constraints this statement removes.
+    pub dropped: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +182,8 @@ pub struct ForeignKey {
     pub columns: Vec<String>,
     pub table: String,
     pub referred: Vec<String>,
+    /// `CONSTRAINT name` when the DDL gives one (else PostgreSQL's `<table>_<columns>_fkey`).
+    pub name: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -48,6 +48,23 @@ impl TableInfo {
     }
 }
 
+impl TableInfo {
+    /// `ALTER TABLE table DROP CONSTRAINT name`: the key or foreign key of that name, given or
+    /// PostgreSQL's default (`<table>_pkey`, `<table>_<columns>_key`, `<table>_<columns>_fkey`).
+    fn drop_constraint(&mut self, table: &str, name: &str) {
+        let default =
+            |columns: &[String], suffix: &str| format!("{table}_{}_{suffix}", columns.join("_"));
+        if name == format!("{table}_pkey") {
+            self.primary_key = None;
+        }
+        self.unique.retain(|u| default(u, "key") != name);
+        self.foreign_keys.retain(|fk| match &fk.name {
+            Some(given) => given != name,
+            None => default(&fk.columns, "fkey") != name,
+        });
+    }
+}
+
 impl Schema {
     pub fn build(units: &[Unit], declared: &[TableDdl]) -> Schema {
         let mut schema = Schema::default();
@@ -68,6 +85,10 @@ impl Schema {
                     t.declared = Some(step.span);
                 }
                 t.declared.get_or_insert(step.span);
+                // `DROP CONSTRAINT k, ADD CONSTRAINT k ..`: the drop comes first.
+                for n in &ddl.dropped {
+                    t.drop_constraint(&ddl.table, n);
+                }
                 if ddl.primary_key.is_some() {
                     t.primary_key.clone_from(&ddl.primary_key);
                 }

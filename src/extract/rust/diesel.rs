@@ -995,6 +995,7 @@ pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, Tabl
                         unique: Vec::new(),
                         partial: Vec::new(),
                         foreign_keys: Vec::new(),
+                        dropped: Vec::new(),
                     },
                 ));
                 i += 1;

@@ -339,6 +339,7 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
             continue;
         };
         let fk = ForeignKey {
+            name: None,
             columns: vec![column.clone()],
             table: p.table.clone(),
             referred: p.primary_key.clone().unwrap_or_default(),

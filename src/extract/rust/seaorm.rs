@@ -51,6 +51,7 @@ pub(super) fn entity_table(
         unique: Vec::new(),
         partial: Vec::new(),
         foreign_keys: Vec::new(),
+        dropped: Vec::new(),
     };
     let mut key = Vec::new();
     let mut renamed = Vec::new();

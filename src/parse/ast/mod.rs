@@ -98,6 +98,7 @@ fn constraint(c: &TableConstraint, ddl: &mut TableDdl) {
             );
         }
         TableConstraint::ForeignKey(fk) => ddl.foreign_keys.push(ForeignKey {
+            name: fk.name.as_ref().map(name),
             columns: ident_list(&fk.columns),
             table: table_name(&fk.foreign_table),
             referred: ident_list(&fk.referred_columns),
@@ -135,6 +136,7 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
                         ColumnOption::PrimaryKey(_) => ddl.primary_key = Some(vec![c.clone()]),
                         ColumnOption::Unique(_) => ddl.unique.push(vec![c.clone()]),
                         ColumnOption::ForeignKey(fk) => ddl.foreign_keys.push(ForeignKey {
+                            name: o.name.as_ref().map(name),
                             columns: vec![c.clone()],
                             table: table_name(&fk.foreign_table),
                             referred: ident_list(&fk.referred_columns),
@@ -173,8 +175,14 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
                 ..TableDdl::default()
             };
             for op in &a.operations {
-                if let AlterTableOperation::AddConstraint { constraint: c, .. } = op {
-                    constraint(c, &mut ddl);
+                match op {
+                    AlterTableOperation::AddConstraint { constraint: c, .. } => {
+                        constraint(c, &mut ddl)
+                    }
+                    AlterTableOperation::DropConstraint { name: n, .. } => {
+                        ddl.dropped.push(name(n))
+                    }
+                    _ => {}
                 }
             }
             Some(ddl)
