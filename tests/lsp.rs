@@ -41,6 +41,24 @@ fn server_process(input: &[u8]) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// The messages a server process wrote, read back.
+fn replies(stdout: &[u8]) -> Vec<Message> {
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut out = Vec::new();
+    while let Ok(Some(Ok(m))) = txlint::lsp::read_message(&mut reader) {
+        out.push(m);
+    }
+    out
+}
+
+/// The server's answer to request `id` among `replies`.
+fn answer(replies: &[Message], id: i32) -> Option<lsp_server::Response> {
+    replies.iter().find_map(|m| match m {
+        Message::Response(r) if r.id == RequestId::from(id) => Some(r.clone()),
+        _ => None,
+    })
+}
+
 #[test]
 fn publishes_diagnostics_for_open_documents() {
     let (server, client) = Connection::memory();
@@ -143,17 +161,8 @@ fn survives_malformed_messages() {
     input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
     let out = server_process(&input);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let mut reader = std::io::BufReader::new(out.stdout.as_slice());
-    let mut replies = Vec::new();
-    while let Ok(Some(Ok(m))) = txlint::lsp::read_message(&mut reader) {
-        replies.push(m);
-    }
-    let answered = |id: i32| {
-        replies.iter().find_map(|m| match m {
-            Message::Response(r) if r.id == RequestId::from(id) => Some(r.clone()),
-            _ => None,
-        })
-    };
+    let replies = replies(&out.stdout);
+    let answered = |id: i32| answer(&replies, id);
     let bad = answered(7).unwrap_or_else(|| panic!("no answer to the bad request: {stdout}"));
     assert_eq!(bad.response_result.expect_err("an error").code, -32600);
     assert!(
@@ -580,16 +589,6 @@ fn a_save_of_a_document_never_opened_is_ignored() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The messages a server process wrote, read back.
-fn replies(stdout: &[u8]) -> Vec<Message> {
-    let mut reader = std::io::BufReader::new(stdout);
-    let mut out = Vec::new();
-    while let Ok(Some(Ok(m))) = txlint::lsp::read_message(&mut reader) {
-        out.push(m);
-    }
-    out
-}
-
 /// Before `initialize` a request is answered "not initialized" and a response is dropped;
 /// between `initialize` and `initialized` requests are served: the session goes on.
 #[test]
@@ -616,12 +615,7 @@ fn the_handshake_tolerates_what_clients_send_out_of_turn() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let replies = replies(&out.stdout);
-    let answer = |id: i32| {
-        replies.iter().find_map(|m| match m {
-            Message::Response(r) if r.id == RequestId::from(id) => Some(r.clone()),
-            _ => None,
-        })
-    };
+    let answer = |id: i32| answer(&replies, id);
     let early = answer(5).expect("an answer to the request before initialize");
     assert_eq!(early.response_result.expect_err("an error").code, -32002);
     assert!(answer(1).is_some_and(|r| r.response_result.is_ok()));

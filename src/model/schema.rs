@@ -46,9 +46,7 @@ impl TableInfo {
             }
         }
     }
-}
 
-impl TableInfo {
     /// `ALTER TABLE table DROP CONSTRAINT name`: the key or foreign key of that name, given or
     /// PostgreSQL's default (`<table>_pkey`, `<table>_<columns>_key`, `<table>_<columns>_fkey`).
     fn drop_constraint(&mut self, table: &str, name: &str) {
@@ -131,9 +129,7 @@ impl Schema {
         t.primary_key
             .iter()
             .chain(&t.unique)
-            .find(|key| {
-                !key.is_empty() && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
-            })
+            .find(|key| within(key, columns))
             .cloned()
     }
 
@@ -152,9 +148,7 @@ impl Schema {
             t.partial
                 .iter()
                 .find(|(key, nulls)| {
-                    !key.is_empty()
-                        && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
-                        && !nulls.iter().any(|n| set.contains(&n.as_str()))
+                    within(key, columns) && !nulls.iter().any(|n| set.contains(&n.as_str()))
                 })
                 .map(|(key, _)| key.clone())
         })
@@ -178,4 +172,9 @@ impl Schema {
             .iter()
             .find(|f| f.table == parent)
     }
+}
+
+/// `key` is a key, and all its columns are among `columns`.
+fn within<C: AsRef<str>>(key: &[String], columns: &[C]) -> bool {
+    !key.is_empty() && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
 }

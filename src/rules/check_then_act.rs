@@ -813,10 +813,6 @@ fn fails_when_found(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -> bool {
     !taken_on(taken, r, &w.branch) && exits.peek().is_some() && exits.all(|e| e.fails)
 }
 
-/// An existence check followed by an `UPDATE`/`DELETE` whose `WHERE` repeats every condition the
-/// check tested: the write re-evaluates the predicate on the rows it touches (under READ
-/// COMMITTED, against the latest version), so a stale answer makes it touch nothing rather than
-/// the wrong rows. Counts and sums are not re-checked this way: their write skew stays.
 /// The columns a write gives a value that is not a literal NULL (the inserted row's, or those
 /// an `UPDATE` sets): what decides whether a partial unique key covers the row.
 fn given(w: &Step) -> Vec<&str> {
@@ -830,6 +826,10 @@ fn given(w: &Step) -> Vec<&str> {
         .collect()
 }
 
+/// An existence check followed by an `UPDATE`/`DELETE` whose `WHERE` repeats every condition the
+/// check tested: the write re-evaluates the predicate on the rows it touches (under READ
+/// COMMITTED, against the latest version), so a stale answer makes it touch nothing rather than
+/// the wrong rows. Counts and sums are not re-checked this way: their write skew stays.
 fn rechecks(r: &Step, w: &Step) -> bool {
     let rf = &r.facts;
     let wf = &w.facts;

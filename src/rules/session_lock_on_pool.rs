@@ -59,7 +59,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 if session.kind != Executor::PooledConnection || session.acquired.is_none() {
                     continue;
                 }
-                if let Some(d) = unlock_problem(unit, &steps, step, lock, &call) {
+                if let Some(d) = unlock_problem(unit, &steps, step, session, lock, &call) {
                     out.push(d);
                 }
             }
@@ -80,6 +80,7 @@ fn unlock_problem(
     unit: &Unit,
     steps: &[(&Step, Executor)],
     lock_step: &Step,
+    session: &Session,
     lock: &AdvisoryCall,
     call: &str,
 ) -> Option<Diagnostic> {
@@ -96,11 +97,7 @@ fn unlock_problem(
     let base = |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(lock_step);
     // Never unlocked here, but the connection was handed on (to a guard whose `Drop` may
     // unlock it, to the caller): its new owner decides.
-    let handed_on = lock_step
-        .session
-        .and_then(|id| unit.sessions.iter().find(|s| s.id == id))
-        .is_some_and(|s| s.handed_on);
-    if later_unlocks.is_empty() && handed_on {
+    if later_unlocks.is_empty() && session.handed_on {
         return None;
     }
     if same.is_empty() {
