@@ -46,15 +46,16 @@ impl SessionWalker {
         }
     }
 
-    /// A transaction opened by host code (`pool.begin()`, or by the caller when `begin` is
-    /// `None`): everything sent runs inside it.
-    pub fn host_transaction(begin: Option<Span>) -> Self {
+    /// A transaction opened by host code (`pool.begin()` within the branch arms `within`, or
+    /// by the caller when `begin` is `None`): everything sent runs inside it.
+    pub fn host_transaction(begin: Option<Span>, within: &[usize]) -> Self {
         let mut tx = Transaction::new(
             Scope::Explicit,
             Executor::Transaction,
             Isolation::ReadCommitted,
         );
         tx.set_begin(begin);
+        tx.set_opened_within(within);
         SessionWalker {
             open: Some(tx),
             ..SessionWalker::host(Executor::Transaction)

@@ -429,10 +429,19 @@ pub struct Transaction {
     pub executor: Executor,
     pub isolation: Isolation,
     /// Where it is opened and ended, if either is written; boxed because most transactions
-    /// are autocommit statements with neither (read with [`Transaction::begin`] and
-    /// [`Transaction::end`]).
-    bounds: Option<Box<[Option<Span>; 2]>>,
+    /// are autocommit statements with neither (read with [`Transaction::begin`],
+    /// [`Transaction::end`] and [`Transaction::opened_within`]).
+    bounds: Option<Box<Bounds>>,
     pub steps: Steps,
+}
+
+/// Where a transaction is opened and ended.
+#[derive(Clone, Debug, Default)]
+struct Bounds {
+    begin: Option<Span>,
+    end: Option<Span>,
+    /// The branch arms enclosing the place host code opens it (see [`Step::branch`]).
+    within: List<usize>,
 }
 
 /// A transaction's steps in program order. Most transactions are one autocommit statement:
@@ -442,25 +451,35 @@ pub type Steps = smallvec::SmallVec<[Step; 1]>;
 impl Transaction {
     /// Where the transaction is opened (`BEGIN`, `pool.begin()`), if it is opened explicitly.
     pub fn begin(&self) -> Option<Span> {
-        self.bounds.as_ref().and_then(|b| b[0])
+        self.bounds.as_ref().and_then(|b| b.begin)
     }
 
     /// Where it ends (`COMMIT`, `ROLLBACK`, `tx.commit()`), if it ends explicitly.
     pub fn end(&self) -> Option<Span> {
-        self.bounds.as_ref().and_then(|b| b[1])
+        self.bounds.as_ref().and_then(|b| b.end)
+    }
+
+    /// The branch arms (`if`, `match`, loop bodies) enclosing the place host code opens the
+    /// transaction: one opened in a loop's body is a new transaction in every iteration.
+    pub fn opened_within(&self) -> &[usize] {
+        self.bounds.as_ref().map_or(&[], |b| &b.within)
+    }
+
+    pub fn set_opened_within(&mut self, branch: &[usize]) {
+        if !branch.is_empty() {
+            self.bounds.get_or_insert_with(Box::default).within = branch.into();
+        }
     }
 
     pub fn set_begin(&mut self, at: Option<Span>) {
-        self.set_bound(0, at);
+        if at.is_some() || self.bounds.is_some() {
+            self.bounds.get_or_insert_with(Box::default).begin = at;
+        }
     }
 
     pub fn set_end(&mut self, at: Option<Span>) {
-        self.set_bound(1, at);
-    }
-
-    fn set_bound(&mut self, i: usize, at: Option<Span>) {
         if at.is_some() || self.bounds.is_some() {
-            self.bounds.get_or_insert_with(Box::default)[i] = at;
+            self.bounds.get_or_insert_with(Box::default).end = at;
         }
     }
 

@@ -171,7 +171,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             Executor::Transaction => {
                 let session = self.session(Executor::Unknown, None);
-                self.walkers.push(SessionWalker::host_transaction(None));
+                self.walkers
+                    .push(SessionWalker::host_transaction(None, &[]));
                 Handle {
                     kind,
                     walker: self.walkers.len() - 1,
@@ -236,7 +237,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             (Executor::Pool, _) | (_, None) => self.session(Executor::PooledConnection, Some(at)),
             (_, Some(s)) => s,
         };
-        self.walkers.push(SessionWalker::host_transaction(Some(at)));
+        self.walkers
+            .push(SessionWalker::host_transaction(Some(at), &self.branch));
         Handle {
             kind: Executor::Transaction,
             walker: self.walkers.len() - 1,
