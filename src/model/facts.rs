@@ -95,6 +95,10 @@ pub struct Extra {
     /// case): all of a decision read's, or none; those a write tests again on the rows it
     /// changes, also in a subquery on its own table that picks them.
     pub tests: List<Name>,
+    /// The `SET` items of an `INSERT .. ON CONFLICT .. DO UPDATE` with no `WHERE`: on a
+    /// conflict it sets them whatever the row already there holds (see
+    /// [`Step::overwrites`](crate::model::Step::overwrites)).
+    pub conflict_sets: List<(Name, Operand)>,
     /// `CREATE [TEMP] TABLE t`: `t`, and whether it is temporary. Until its transaction commits
     /// no other transaction sees the table (a temporary one, never): nothing races on it.
     pub created: Option<Box<(Name, bool)>>,
@@ -124,6 +128,7 @@ static NO_EXTRA: Extra = Extra {
     calls: List::new(),
     condition: None,
     tests: List::new(),
+    conflict_sets: List::new(),
     created: None,
 };
 

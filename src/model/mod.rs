@@ -542,6 +542,24 @@ impl Step {
     pub fn host(&self) -> &Host {
         self.host.as_deref().unwrap_or(&NO_HOST)
     }
+
+    /// The columns an upsert sets on a conflict whatever the row already there holds: `DO
+    /// UPDATE SET c = v` with no `WHERE`, `v` reading nothing of that row (only `excluded`,
+    /// parameters, literals, variables; `SET n = t.n + 1` and `SET n = n + 1` read it).
+    pub fn overwrites(&self) -> impl Iterator<Item = &Name> {
+        self.facts
+            .extra()
+            .conflict_sets
+            .iter()
+            .filter(|(_, v)| {
+                v.idents.iter().all(|i| {
+                    i.get(..9)
+                        .is_some_and(|p| p.eq_ignore_ascii_case("excluded."))
+                        || flow::is_var(i, self)
+                })
+            })
+            .map(|(c, _)| c)
+    }
 }
 
 /// A value host code binds to a statement parameter.
@@ -591,5 +609,5 @@ const _: () = {
     assert!(std::mem::size_of::<Step>() == 136);
     assert!(std::mem::size_of::<Transaction>() == 160);
     assert!(std::mem::size_of::<facts::Facts>() == 80);
-    assert!(std::mem::size_of::<facts::Extra>() == 168);
+    assert!(std::mem::size_of::<facts::Extra>() == 176);
 };

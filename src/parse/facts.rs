@@ -868,6 +868,7 @@ impl Reader<'_> {
             || !s.absent.is_empty()
             || !s.calls.is_empty()
             || !s.tests.is_empty()
+            || !s.conflict_sets.is_empty()
         {
             let e = f.extra_mut();
             e.calls = s
@@ -896,6 +897,14 @@ impl Reader<'_> {
                 Box::new(o)
             });
             e.tests = s.tests.into_iter().map(Name::from).collect();
+            e.conflict_sets = s
+                .conflict_sets
+                .into_iter()
+                .map(|(c, mut o)| {
+                    rename(&mut o);
+                    (c.into(), o)
+                })
+                .collect();
         }
         for (_, o) in &mut f.inserts {
             rename(o);

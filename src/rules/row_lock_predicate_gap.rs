@@ -38,6 +38,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .filter(|a| a.tx == l.tx && !unit.exclusive(&l.step.branch, &a.step.branch))
                 .collect();
             let found = check_then_insert(cx, l, lock, &later)
+                .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock))
                 .or_else(|| parent_children(cx, l, lock, &later))
                 .or_else(|| set_invariant(cx, unit, &flow, l, lock, &later));
             out.extend(found);
@@ -118,6 +119,65 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
         .in_step(w.step)
         .label(lock.span, "locks the matching rows only")
         .help("insert with `INSERT ... ON CONFLICT` on a unique key, or take `pg_advisory_xact_lock` on the key before the check (at READ COMMITTED)"),
+    )
+}
+
+/// `SELECT .. WHERE key FOR UPDATE`, a decision on what it found, then `INSERT .. ON CONFLICT
+/// (key) DO UPDATE SET state = ..` (no `WHERE`) of a column it read: when no row exists yet
+/// both transactions find nothing and pass the check, and the second one's upsert overwrites
+/// the row the first inserted (and may have moved on since) instead of failing.
+fn check_then_overwrite(
+    cx: &Context,
+    unit: &Unit,
+    flow: &Flow,
+    l: &At,
+    lock: &RowLock,
+) -> Option<Diagnostic> {
+    let tables = locked_tables(l.step, lock);
+    let read = &l.step.facts.columns;
+    let start = flow.position(l.step.seq)?;
+    let (w, column) = flow.steps[start + 1..]
+        .iter()
+        .enumerate()
+        .find_map(|(k, a)| {
+            let f = &a.step.facts;
+            let keyed = !l.step.facts.filters.is_empty()
+                && l.step.facts.filters.iter().all(|p| {
+                    f.inserts.iter().any(|(c, o)| {
+                        *c == p.column && value_key(o, a.step) == value_key(&p.value, l.step)
+                    })
+                });
+            let column = a
+                .step
+                .overwrites()
+                .find(|c| read.iter().any(|r| r == "*" || r == *c))?;
+            (a.tx == l.tx
+                && f.upsert
+                && f.writes
+                    .iter()
+                    .any(|t| tables.iter().any(|x| *x == *t.name))
+                && keyed
+                && !unit.exclusive(&l.step.branch, &a.step.branch)
+                && flow.decided_by(unit, l.step, start + 1 + k))
+            .then_some((a, column))
+        })?;
+    let table = &w.step.facts.writes.first()?.name;
+    Some(
+        Diagnostic::new(
+            &RULE,
+            w.step.facts.writes[0].span,
+            format!(
+                "`{}` at line {} locks only rows that exist: when none matches, two transactions both pass the check, and the second one's upsert overwrites the `{column}` of the `{table}` row the first inserted instead of seeing it",
+                lock.clause,
+                cx.line(l.step.span)
+            ),
+        )
+        .note("overwritten on a conflict, unchecked")
+        .in_step(w.step)
+        .label(lock.span, "locks the matching rows only")
+        .help(format!(
+            "insert the row first (`INSERT .. ON CONFLICT DO NOTHING`), then lock it (`SELECT .. FOR UPDATE`) and decide on what that returns; or test `{column}` again in `DO UPDATE .. WHERE`"
+        )),
     )
 }
 

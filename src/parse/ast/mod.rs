@@ -8,8 +8,9 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AlterTableOperation, AssignmentTarget, ColumnOption, Expr, FromTable, Ident, ObjectName,
-    SelectItem, SetExpr, Statement, TableConstraint, TableFactor, Value, visit_expressions,
+    AlterTableOperation, AssignmentTarget, ColumnOption, DoUpdate, Expr, FromTable, Ident,
+    ObjectName, OnConflict, OnConflictAction, OnInsert, SelectItem, SetExpr, Statement,
+    TableConstraint, TableFactor, Value, visit_expressions,
 };
 
 use crate::model::{ForeignKey, Operand, Pred, SetItem, TableDdl};
@@ -61,6 +62,8 @@ pub struct Structure {
     /// `DELETE`'s include those of a subquery on its own table that picks its rows (`id IN
     /// (SELECT id FROM t WHERE ..)`): what the write tests again on the rows it changes.
     pub tests: Vec<String>,
+    /// `INSERT .. ON CONFLICT .. DO UPDATE SET c = v` with no `WHERE`: its `SET` items.
+    pub conflict_sets: Vec<(String, Operand)>,
 }
 
 const AGGREGATES: &[&str] = &[
@@ -283,6 +286,24 @@ pub fn structure(
             {
                 for (c, e) in columns.iter().zip(&row.content) {
                     s.inserts.push((c.clone(), operand(e, &mut positional)));
+                }
+            }
+            if let Some(OnInsert::OnConflict(OnConflict {
+                action:
+                    OnConflictAction::DoUpdate(DoUpdate {
+                        assignments,
+                        selection: None,
+                    }),
+                ..
+            })) = &ins.on
+            {
+                for a in assignments {
+                    if let AssignmentTarget::ColumnName(n) = &a.target
+                        && let Some(ident) = n.0.last().and_then(|p| p.as_ident())
+                    {
+                        let value = operand(&a.value, &mut positional);
+                        s.conflict_sets.push((name(ident), value));
+                    }
                 }
             }
             // `INSERT INTO t (..) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM t WHERE ..)`.
