@@ -33,6 +33,9 @@ pub struct Tool {
     pub migration: bool,
     /// The marker that makes it run a file statement by statement, outside a transaction.
     pub opt_out: Option<&'static str>,
+    /// Who calls what the file holds, when that is application code going through a
+    /// connection pool: each call runs on whichever pooled connection serves it.
+    pub called: Option<&'static str>,
     recognise: fn(&Probe) -> Option<Found>,
 }
 
@@ -59,6 +62,7 @@ pub const TOOLS: &[Tool] = &[
         runs: ONE_BY_ONE,
         migration: false,
         opt_out: None,
+        called: Some("sqlc's generated code, through a connection pool (`database/sql`, pgx)"),
         recognise: |p| {
             (p.has("name:") && p.any_line(is_sqlc_annotation) || p.sqlc.is_query_file(p.path))
                 .then_some(Found::Default)
@@ -71,6 +75,7 @@ pub const TOOLS: &[Tool] = &[
         runs: ONE_BY_ONE,
         migration: false,
         opt_out: None,
+        called: None,
         recognise: |p| (p.has("name") && p.any_line(is_named_query)).then_some(Found::Default),
     },
     Tool {
@@ -80,6 +85,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`--! no-transaction` on the first line"),
+        called: None,
         recognise: |p| {
             let headers = p.has("--! ")
                 && p.any_line(|l| l.starts_with("--! Previous:") || l.starts_with("--! Hash:"));
@@ -96,6 +102,7 @@ pub const TOOLS: &[Tool] = &[
         runs: ONE_BY_ONE,
         migration: false,
         opt_out: None,
+        called: None,
         recognise: |p| {
             (p.has("--! ") && p.any_line(|l| l.starts_with("--! "))).then_some(Found::Default)
         },
@@ -107,6 +114,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`-- +goose NO TRANSACTION`"),
+        called: None,
         recognise: |p| {
             if !p.has("+goose") || !p.any_line(|l| goose(l, "up")) {
                 return None;
@@ -121,6 +129,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`-- migrate:up transaction:false`"),
+        called: None,
         recognise: |p| {
             p.first
                 .starts_with("-- migrate:up")
@@ -134,6 +143,7 @@ pub const TOOLS: &[Tool] = &[
         runs: "each changeset in a transaction",
         migration: true,
         opt_out: Some("`runInTransaction:false` on a changeset"),
+        called: None,
         recognise: |p| {
             let first = p.first.to_ascii_lowercase().replace(' ', "");
             first
@@ -148,6 +158,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`---- tern: disable-tx ----`"),
+        called: None,
         recognise: |p| {
             (p.has("---- create above")
                 && p.any_line(|l| l.starts_with("---- create above / drop below ----")))
@@ -161,6 +172,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`-- atlas:txmode none` at the top"),
+        called: None,
         recognise: |p| {
             p.beside("atlas.sum")
                 .then(|| p.opted_out(p.any_line(|l| l.starts_with("-- atlas:txmode none"))))
@@ -173,6 +185,7 @@ pub const TOOLS: &[Tool] = &[
         runs: "each file with psql: a script that opens its own transaction",
         migration: true,
         opt_out: None,
+        called: None,
         recognise: |p| {
             (matches!(p.folder(1).as_str(), "deploy" | "revert" | "verify")
                 && p.above("sqitch.plan"))
@@ -186,6 +199,7 @@ pub const TOOLS: &[Tool] = &[
         runs: MESSAGE,
         migration: true,
         opt_out: None,
+        called: None,
         recognise: |p| {
             (p.name == "migration.sql" && p.folder(2) == "migrations" && versioned(&p.folder(1)))
                 .then_some(Found::Default)
@@ -198,6 +212,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`run_in_transaction = false` in metadata.toml"),
+        called: None,
         recognise: |p| {
             if !matches!(p.name, "up.sql" | "down.sql") || p.folder(2) != "migrations" {
                 return None;
@@ -220,6 +235,9 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: None,
+        called: Some(
+            "Supabase clients as RPCs, through PostgREST's connection pool (`supabase.rpc(..)`)",
+        ),
         recognise: |p| {
             (p.folder(1) == "migrations" && p.folder(2) == "supabase" && versioned(p.name))
                 .then_some(Found::Default)
@@ -232,6 +250,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: None,
+        called: None,
         recognise: |p| flyway(p.name).then_some(Found::Default),
     },
     Tool {
@@ -241,6 +260,7 @@ pub const TOOLS: &[Tool] = &[
         runs: TX,
         migration: true,
         opt_out: Some("`-- no-transaction` on the first line"),
+        called: None,
         recognise: |p| {
             (versioned(p.name) && p.folder(1) == "migrations" && p.project() == Some("Cargo.toml"))
                 .then(|| p.opted_out(p.first.eq_ignore_ascii_case("-- no-transaction")))
@@ -255,6 +275,7 @@ pub const TOOLS: &[Tool] = &[
         opt_out: Some(
             "`x-multi-statement=true` in the database URL (not seen in the file: configure `sql.mode`)",
         ),
+        called: None,
         recognise: |p| {
             (versioned(p.name) && (p.name.ends_with(".up.sql") || p.name.ends_with(".down.sql")))
                 .then_some(Found::Default)
@@ -267,6 +288,7 @@ pub const TOOLS: &[Tool] = &[
         runs: "as a psql script, as txlint cannot tell how the tool runs it",
         migration: true,
         opt_out: None,
+        called: None,
         recognise: |p| {
             let folders = [p.folder(1), p.folder(2)];
             (versioned(p.name) && folders.iter().any(|f| f.contains("migrat")))
@@ -370,6 +392,7 @@ pub fn detect(path: &Path, text: &str, sqlc: &Sqlc) -> Option<Detected> {
                 evidence,
                 runs,
                 migration: tool.migration,
+                called: tool.called,
             },
             mode,
         })
@@ -386,6 +409,7 @@ pub fn wrapped_by_lock_table(detected: Option<Detected>) -> Detected {
             evidence: "a top-level `LOCK TABLE`, which PostgreSQL refuses outside a transaction block (25P01)",
             runs: "this file in a transaction",
             migration: detected.is_none_or(|d| d.runner.migration),
+            called: detected.and_then(|d| d.runner.called),
         },
         mode: SqlMode::Transaction,
     }

@@ -114,15 +114,19 @@ pub fn extract(
     let mut unit = Unit::new(kind, None, Span::new(file, 0..text.len()));
     unit.transactions = transactions;
     unit.runner = runner.map(|r| r.runner);
+    let called = unit.runner.and_then(|r| r.called);
+    if kind == UnitKind::QueryFile {
+        unit.pooled_callers = called;
+    }
     // A migration's `DO` blocks run once too, at deploy, like its other top-level statements.
-    // Routines it defines run whenever they are called: they keep no runner.
-    for u in x
-        .out
-        .units
-        .iter_mut()
-        .filter(|u| u.kind == UnitKind::DoBlock)
-    {
-        u.runner = unit.runner.filter(|r| r.migration);
+    // Routines it defines run whenever they are called: they keep no runner, but what calls
+    // them (a Supabase RPC) is known.
+    for u in x.out.units.iter_mut() {
+        match u.kind {
+            UnitKind::DoBlock => u.runner = unit.runner.filter(|r| r.migration),
+            UnitKind::Routine => u.pooled_callers = called,
+            _ => {}
+        }
     }
     unit.sessions = vec![Session {
         id: 0,

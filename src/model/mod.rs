@@ -97,6 +97,10 @@ pub struct Unit {
     /// A routine's parameters that calls pass arguments to, in order (`""` for one with no
     /// name, read as `$n`).
     pub params: Vec<Name>,
+    /// Application code calls this query file's statements, or this routine, through a
+    /// connection pool (see [`Runner::called`]): each call on whichever pooled connection
+    /// serves it, so a session lock it returns holding stays with that connection.
+    pub pooled_callers: Option<&'static str>,
 }
 
 impl Unit {
@@ -117,6 +121,7 @@ impl Unit {
             test: false,
             runner: None,
             params: Vec::new(),
+            pooled_callers: None,
         }
     }
 
@@ -261,6 +266,9 @@ pub struct Runner {
     pub runs: &'static str,
     /// A migration: applied once per database, not a code path that runs concurrently.
     pub migration: bool,
+    /// Who calls what the file holds (its queries, the routines it defines), when that is
+    /// application code going through a connection pool.
+    pub called: Option<&'static str>,
 }
 
 /// `for id in ids { ... }` in host code.

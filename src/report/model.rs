@@ -60,6 +60,12 @@ pub fn render(run: &Run) -> String {
             }
             _ => String::new(),
         };
+        let runner = match (unit.kind, unit.pooled_callers) {
+            (UnitKind::Routine | UnitKind::QueryFile, Some(how)) => {
+                format!("{runner} (called by {how})")
+            }
+            _ => runner,
+        };
         let _ = writeln!(
             out,
             "{} {} {}{runner}",

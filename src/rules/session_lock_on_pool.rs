@@ -5,6 +5,7 @@ use super::{Context, Rule};
 use crate::config::PoolMode;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::*;
+use crate::source::Span;
 
 pub const RULE: Rule = Rule {
     name: "session-lock-on-pool",
@@ -15,6 +16,9 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     let transaction_pooling = cx.config.pool_mode == PoolMode::Transaction;
+    if !transaction_pooling {
+        returned_holding(cx, out);
+    }
     for unit in &cx.program.units {
         let steps: Vec<(&Step, Executor)> = unit
             .transactions
@@ -65,6 +69,91 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             }
         }
     }
+}
+
+/// A query file or a routine that application code calls through a connection pool (sqlc
+/// queries, Supabase RPCs) and that returns still holding a session lock: each call runs on
+/// whichever pooled connection serves it, so nothing unlocks the lock on that connection. A
+/// routine some other code of the run calls is judged in its callers (its statements are
+/// copied there); a query file is judged only when no unlock is sent anywhere in the run (a
+/// caller may run its lock and unlock queries on one dedicated connection).
+fn returned_holding(cx: &Context, out: &mut Vec<Diagnostic>) {
+    let units = || cx.program.units.iter().filter(|u| !u.test);
+    let releases = |s: &Step| {
+        s.facts.extra().advisory.iter().any(|a| {
+            a.scope == LockScope::Session
+                && matches!(a.op, AdvisoryOp::Unlock | AdvisoryOp::UnlockAll)
+        })
+    };
+    let copied: std::collections::HashSet<Span> = units()
+        .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
+        .filter(|s| !s.host().calls.is_empty())
+        .map(|s| s.span)
+        .collect();
+    let mut unlocked_anywhere = None;
+    for unit in units() {
+        let Some(how) = unit.pooled_callers else {
+            continue;
+        };
+        let steps = in_order(unit);
+        let query_file = unit.kind == UnitKind::QueryFile;
+        if !query_file
+            && steps
+                .iter()
+                .any(|s| s.host().calls.is_empty() && copied.contains(&s.span))
+        {
+            continue;
+        }
+        for (i, step) in steps.iter().enumerate() {
+            for lock in step
+                .facts
+                .extra()
+                .advisory
+                .iter()
+                .filter(|a| a.takes_session_lock())
+            {
+                let released = match query_file {
+                    true => *unlocked_anywhere.get_or_insert_with(|| {
+                        units().any(|u| u.transactions.iter().flat_map(|t| &t.steps).any(releases))
+                    }),
+                    false => steps[i..].iter().any(|s| releases(s)),
+                };
+                if released {
+                    continue;
+                }
+                let (what, help) = match query_file {
+                    true => (
+                        "query",
+                        "take `pg_advisory_xact_lock` inside the transaction that does the work, or run the lock, the work and `pg_advisory_unlock` on one connection taken from the pool",
+                    ),
+                    false => (
+                        "function",
+                        "take `pg_advisory_xact_lock` instead (a function called as an RPC runs inside the call's transaction), or unlock before this function returns",
+                    ),
+                };
+                out.push(
+                    Diagnostic::new(
+                        &RULE,
+                        lock.span,
+                        format!(
+                            "`{}({})` is a session lock, and this {what} returns still holding it: it is called by {how}, each call on whichever pooled connection serves it, so the lock stays with that connection and a release sent in another call can run on another one",
+                            lock.function, lock.key
+                        ),
+                    )
+                    .in_step(step)
+                    .note("held after the call returns")
+                    .help(help),
+                );
+            }
+        }
+    }
+}
+
+/// The unit's steps in program order.
+fn in_order(unit: &Unit) -> Vec<&Step> {
+    let mut v: Vec<&Step> = unit.transactions.iter().flat_map(|t| &t.steps).collect();
+    v.sort_by_key(|s| s.seq);
+    v
 }
 
 fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {
