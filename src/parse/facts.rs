@@ -869,6 +869,7 @@ impl Reader<'_> {
             || !s.calls.is_empty()
             || !s.tests.is_empty()
             || !s.conflict_sets.is_empty()
+            || s.condition.is_some()
         {
             let e = f.extra_mut();
             e.calls = s

@@ -53,8 +53,9 @@ pub struct Structure {
     /// Calls of functions that are not built-in aggregates (`f(a, $1)`, `CALL p(..)`), with
     /// their positional arguments: a routine the run defines runs its statements here.
     pub calls: Vec<(String, Vec<Operand>)>,
-    /// A decision read's whole `WHERE`, when it has more than `col = value` conjuncts (`id = $1
-    /// OR token = $2`): what it depends on, for the keys of the locks that should cover it.
+    /// A decision read's or a `DELETE`'s whole `WHERE`, when it has more than `col = value`
+    /// conjuncts (`id = $1 OR token = $2`): what it depends on, for the keys of the locks that
+    /// should cover it.
     pub condition: Option<Operand>,
     /// The `WHERE` conjuncts other than `col = value` that hold no parameter (`payload IS NOT
     /// NULL`, `expires <= now()`), as sqlparser prints them, lower case. A decision read's are
@@ -369,6 +370,9 @@ pub fn structure(
         Statement::Delete(d) => {
             if let Some(w) = &d.selection {
                 s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+                if s.other_conditions {
+                    s.condition = Some(operand(w, &mut 0));
+                }
                 let tables = match &d.from {
                     FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
                 };

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::unique_violation_unhandled as refused;
+
+mod replace;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{
@@ -16,7 +18,7 @@ use crate::model::*;
 pub const RULE: Rule = Rule {
     name: "check-then-act",
     severity: Severity::Error,
-    doc: include_str!("../../rules/check-then-act.md"),
+    doc: include_str!("../../../rules/check-then-act.md"),
     check: Some(check),
 };
 
@@ -56,6 +58,9 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
                         Report::Refusals => insert_unless_exists(cx, unit, tx, s, report),
                     }),
             );
+            if report == Report::Races {
+                out.extend(replace::replace_under_partial_lock(cx, tx));
+            }
         }
         let flow = Flow::new(unit);
         if !flow.steps.iter().any(|r| is_decision(r) || is_presence(r)) {
