@@ -335,11 +335,16 @@ impl Front {
                 // The statements each variable's value comes from, and each statement's.
                 let mut sources: HashMap<Name, BTreeSet<usize>> = HashMap::new();
                 let mut of_step: HashMap<usize, BTreeSet<usize>> = HashMap::new();
+                // Statements (conditions) whose only variable is FOUND.
+                let mut found_only: BTreeSet<usize> = BTreeSet::new();
                 for s in &parsed.statements {
                     let mut step = self.step(&body, &map, &s.raw, s.assigns.clone());
                     step.seq = s.seq;
                     step.branch = s.branch.as_slice().into();
                     let uses = variables_used(&body, &s.raw.tokens, &known);
+                    if !uses.is_empty() && uses.iter().all(|u| u == "found") {
+                        found_only.insert(s.seq);
+                    }
                     if !uses.is_empty() {
                         step.facts.extra_mut().uses = uses.into_iter().map(Name::from).collect();
                     }
@@ -403,6 +408,8 @@ impl Front {
                             .into_iter()
                             .collect(),
                         failed: false,
+                        presence: !c.from.is_empty()
+                            && c.from.iter().all(|s| found_only.contains(s)),
                     })
                     .collect();
                 unit.exits = parsed

@@ -320,6 +320,9 @@ pub struct Condition {
     /// The arm runs only when those steps failed (`if let Err(e) = ..`, `let Ok(..) = .. else`,
     /// a `match` arm on `Err`): what they would have done did not happen.
     pub failed: bool,
+    /// The condition tests only whether those steps found a row (PL/pgSQL `IF FOUND`), not
+    /// what they read: an arm taken on it decides on a row's presence, not on its state.
+    pub presence: bool,
 }
 
 /// One database session used by a unit.

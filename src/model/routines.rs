@@ -628,6 +628,7 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>, mut arm: usize) {
                         .filter_map(|&k| copied.get(k).copied())
                         .collect(),
                     failed: false,
+                    presence: false,
                 });
                 exits.push(Exit {
                     seq: here - 1,

@@ -645,6 +645,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 branch: arm,
                 from: from.iter().copied().collect(),
                 failed,
+                presence: false,
             });
         }
         let outer = self.vars.clone();

@@ -327,8 +327,19 @@ fn finding(
     let how = dependence.describe();
     let decided_on =
         taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
-    // A status read decides a transition of that status (see [`transition`]).
-    let status = if decided_on {
+    // A status read decides a transition of that status (see [`transition`]), when the arm
+    // is taken on what it read: one taken on whether it found a row (`IF FOUND THEN UPDATE
+    // .. ELSE INSERT ..`) decides on the row's presence, not on its state.
+    let on_value = |branch: &[usize]| {
+        unit.conditions.iter().any(|c| {
+            !c.failed && !c.presence && c.from.contains(&r.step.seq) && branch.contains(&c.branch)
+        })
+    };
+    let on_value = on_value(&w.step.branch)
+        || unit
+            .exits_between(r.step.seq, w.step.seq)
+            .any(|e| e.kind == ExitKind::Return && on_value(&e.branch));
+    let status = if decided_on && on_value {
         transition(flow, r.step, wi, table)
     } else {
         None
