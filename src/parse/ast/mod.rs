@@ -10,13 +10,15 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{
     AlterTableOperation, AssignmentTarget, ColumnOption, DoUpdate, Expr, FromTable, Ident,
     ObjectName, OnConflict, OnConflictAction, OnInsert, SelectItem, SetExpr, Statement,
-    TableConstraint, TableFactor, Value, visit_expressions,
+    TableConstraint, TableFactor, UpdateTableFromKind, Value, visit_expressions,
 };
 
 use crate::model::{ForeignKey, Operand, Pred, SetItem, TableDdl};
 
 mod predicates;
-use predicates::{all_tests, and_parts, claim, compared, conjuncts, picked_by, tests_again};
+use predicates::{
+    all_tests, and_parts, claim, claim_from, compared, conjuncts, picked_by, tests_again,
+};
 
 /// Where an identifier of the statement text is: a byte offset into the text sqlparser saw.
 pub trait Locate {
@@ -362,6 +364,9 @@ pub fn structure(
                 }
                 if let TableFactor::Table { name, .. } = &u.table.relation {
                     s.claim = claim(w, &table_name(name));
+                    if let Some(UpdateTableFromKind::AfterSet(from)) = &u.from {
+                        s.claim.extend(claim_from(from, w, &table_name(name)));
+                    }
                     s.tests = tests_again(w, &table_name(name));
                 }
             }

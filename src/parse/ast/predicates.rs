@@ -1,7 +1,7 @@
 //! What a statement's `WHERE` says: `col = value` conjuncts, the other tests, the rows a
 //! subquery on the written table picks.
 
-use sqlparser::ast::{BinaryOperator, Expr, InTarget, Query, SetExpr, TableFactor};
+use sqlparser::ast::{BinaryOperator, Expr, InTarget, Query, SetExpr, TableFactor, TableWithJoins};
 
 use super::{column_name, last, operand, table_name};
 use crate::model::Pred;
@@ -35,6 +35,45 @@ pub(super) fn claim(w: &Expr, table: &str) -> Vec<String> {
                 picked.extend(by_tests(q, table));
             }
             other => outer.extend(operand(other, &mut 0).idents.iter().map(|i| last(i))),
+        }
+    }
+    picked.retain(|c| !outer.contains(c));
+    picked
+}
+
+/// `UPDATE t SET .. FROM (SELECT id FROM t WHERE run_at <= now() LIMIT 10) s WHERE t.id = s.id`:
+/// the rows come from a subquery in `FROM` (also one reached through its joins, `LATERAL`
+/// included) that reads `t` alone; the columns it picks them by, as [`claim`] finds them, less
+/// those the outer `WHERE` tests itself. Only when the outer `WHERE` names the subquery.
+pub(super) fn claim_from(from: &[TableWithJoins], w: &Expr, table: &str) -> Vec<String> {
+    fn picks(factor: &TableFactor, table: &str, out: &mut Vec<String>, depth: usize) {
+        let TableFactor::Derived { subquery, .. } = factor else {
+            return;
+        };
+        out.extend(by_constants(subquery, table));
+        out.extend(by_tests(subquery, table));
+        if let (SetExpr::Select(select), true) = (subquery.body.as_ref(), depth < 4) {
+            for t in &select.from {
+                for f in std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)) {
+                    picks(f, table, out, depth + 1);
+                }
+            }
+        }
+    }
+    let outer: Vec<String> = operand(w, &mut 0).idents.iter().map(|i| last(i)).collect();
+    let qualifiers: Vec<String> = operand(w, &mut 0)
+        .idents
+        .iter()
+        .filter_map(|i| i.rsplit_once('.').map(|(q, _)| q.to_ascii_lowercase()))
+        .collect();
+    let mut picked = Vec::new();
+    for t in from {
+        if let TableFactor::Derived {
+            alias: Some(alias), ..
+        } = &t.relation
+            && qualifiers.contains(&alias.name.value.to_ascii_lowercase())
+        {
+            picks(&t.relation, table, &mut picked, 0);
         }
     }
     picked.retain(|c| !outer.contains(c));
