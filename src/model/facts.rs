@@ -41,6 +41,11 @@ pub struct Facts {
     pub orders: bool,
     /// Selects its rows from a set of keys: `= ANY(..)`, `IN (..)`, `unnest(..)`.
     pub key_set: bool,
+    /// Joins a list of keys as a table of its own top level (`FROM unnest($1) AS k(id)`, `JOIN
+    /// unnest(..)`; not inside a subquery, whose rows follow the subquery's plan): a plan
+    /// that loops over the list and looks each key up visits, and locks, the rows in the
+    /// list's order (`= ANY($1)` does not: its index scan sorts the array).
+    pub joins_key_list: bool,
     /// `INSERT ... ON CONFLICT ... DO UPDATE` (MySQL `ON DUPLICATE KEY UPDATE`): locks the
     /// conflicting rows.
     pub upsert: bool,

@@ -608,6 +608,10 @@ impl Reader<'_> {
                 && !(c.is(i + 2, "select") || c.is(i + 2, "with") || c.is(i + 2, "values"))
             {
                 f.key_set = true;
+                f.joins_key_list |= c.is(i, "unnest")
+                    && depth == 0
+                    && i > 0
+                    && (c.is(i - 1, "from") || c.is(i - 1, "join") || c.punct(i - 1, ","));
             }
             if (c.is(i, "conflict")
                 && (i + 2..c.t.len()).any(|j| c.is(j, "do") && c.is(j + 1, "update")))

@@ -1166,3 +1166,27 @@ fn check_then_act_advisory_lock_on_the_checked_key() {
     assert_eq!(b.run("SELECT count(*) FROM invites WHERE token = 'x'"), "1");
     b.run("COMMIT");
 }
+
+/// A multi-row `UPDATE .. FROM unnest(..)` joined by key takes its rows in the order of the
+/// array when the plan loops over the array and looks each key up (a nested loop, the plan for
+/// a short array against a table with many rows): blocked on row 1 (held by `c`), the update of
+/// `{2,1}` already holds row 2.
+#[test]
+fn lock_order_update_from_unnest_locks_in_array_order() {
+    let db = db(
+        "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL); \
+                 INSERT INTO accounts SELECT g, 100 FROM generate_series(1, 10000) g; ANALYZE accounts",
+    );
+    let (mut a, mut c, mut d) = (db.session(), db.session(), db.session());
+    c.run("BEGIN");
+    c.run("UPDATE accounts SET balance = balance WHERE id = 1");
+    a.send(
+        "UPDATE accounts SET balance = balance + 1 FROM unnest('{2,1}'::int[]) AS k(id) \
+         WHERE accounts.id = k.id",
+    );
+    db.until_blocked(&a);
+    let held = d.run("SELECT id FROM accounts WHERE id = 2 FOR UPDATE NOWAIT");
+    assert_eq!(sqlstate(&held), Some("55P03"), "{held}");
+    c.run("COMMIT");
+    assert_eq!(sqlstate(&a.wait()), None);
+}

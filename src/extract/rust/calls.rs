@@ -1020,7 +1020,8 @@ impl<'a> Walker<'a, '_> {
     pub(super) fn bound(&self, e: &syn::Expr) -> Bind {
         let local = value_text(&self.source_of(e));
         let base = local.split(['.', '[']).next().unwrap_or(&local);
-        let sorted_element = local.contains('[') && self.sorted.contains(base);
+        // An element of a sorted collection, or the whole collection bound as an array.
+        let sorted_element = (local.contains('[') || local == base) && self.sorted.contains(base);
         let sources = self.ordered.get(base).cloned().unwrap_or_default();
         Bind {
             from: self.flow(e),

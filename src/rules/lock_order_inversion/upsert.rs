@@ -7,9 +7,10 @@ use crate::model::*;
 use crate::rules::Context;
 
 /// An upsert of a key set (`INSERT ... SELECT ... FROM unnest($1) ON CONFLICT DO UPDATE`, or
-/// `VALUES` rows pushed from a collection in Rust) without `ORDER BY` or a sorted collection:
-/// it locks the conflicting rows in the order of its input, so two runs with
-/// overlapping keys in different orders deadlock (checked on PostgreSQL 15, see the rule page).
+/// `VALUES` rows pushed from a collection in Rust), or an `UPDATE`/`DELETE` joining a key list
+/// (`UPDATE t .. FROM unnest($1) k WHERE t.id = k.id`), without `ORDER BY` or a sorted
+/// collection: it locks the rows in the order of its input, so two runs with overlapping keys
+/// in different orders deadlock (checked on PostgreSQL 15, see the rule page).
 ///
 /// A locking read of a key set (`WHERE id = ANY($1) FOR UPDATE`) is not reported: PostgreSQL
 /// locks its rows in index or heap order, never in the order of the array, so two runs of one
@@ -22,10 +23,14 @@ pub(super) fn unordered(
     out: &mut Vec<Diagnostic>,
 ) {
     let f = &step.facts;
+    let joined = matches!(f.kind, StmtKind::Update | StmtKind::Delete) && f.joins_key_list;
     // Unknown executor: the caller may hold a guard that serialises the rows first.
-    if !f.upsert
+    // A `FOR UPDATE` in key order inside the statement (`WITH locked AS (SELECT .. ORDER BY id
+    // FOR UPDATE) UPDATE ..`) takes the rows first, sorted.
+    if !(f.upsert || joined)
         || !f.key_set
         || f.ordered
+        || (joined && f.row_locks.iter().any(|l| l.ordered))
         || matches!(tx.scope, Scope::Unknown)
         || tx.executor == Executor::Unknown
         || guarded(&cx.program.schema, before, step)
@@ -40,10 +45,18 @@ pub(super) fn unordered(
     if is_hole(&t.name) {
         return;
     }
+    let what = match joined {
+        true => {
+            "this statement joins a list of keys that is not sorted and locks its rows in the list's order (a plan that looks each key up in turn)"
+        }
+        false => "this upsert locks its rows in the order of its input, which is not sorted",
+    };
     let mut d = Diagnostic::new(
         &RULE,
         t.span,
-        "this upsert locks its rows in the order of its input, which is not sorted: two transactions with overlapping keys in different orders can each hold some rows and wait for the others (deadlock)",
+        format!(
+            "{what}: two transactions with overlapping keys in different orders can each hold some rows and wait for the others (deadlock)"
+        ),
     );
     if let Some(rows) = step.host().rows {
         d = d.label(rows, "rows pushed in this collection's order");
