@@ -11,20 +11,24 @@ use crate::source::Dialect;
 
 /// The dialect a `.sql` file's path names: `sqlite/`, `queries_mysql/`, `x.sqlite.sql`, ....
 pub fn of_path(path: &Path) -> Option<Dialect> {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
-        // `x.sqlite.sql`: the part before `.sql`.
-        parts.extend(stem.rsplit_once('.').map(|(_, d)| d.to_ascii_lowercase()));
-    }
-    for folder in path.parent().into_iter().flat_map(Path::components) {
-        let name = folder.as_os_str().to_string_lossy().to_ascii_lowercase();
-        parts.extend(
-            name.split(|c: char| !c.is_ascii_alphanumeric())
-                .map(str::to_string),
-        );
-    }
-    // The folder nearest the file decides.
-    parts.iter().rev().find_map(|p| of_word(p))
+    // `x.sqlite.sql`, `0001_init.mysql.up.sql`: a word of the file's own name decides first.
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let own = stem
+        .split('.')
+        .skip(1)
+        .find_map(|w| of_word(&w.to_ascii_lowercase()));
+    // Then the folder nearest the file.
+    own.or_else(|| {
+        let mut parts: Vec<String> = Vec::new();
+        for folder in path.parent().into_iter().flat_map(Path::components) {
+            let name = folder.as_os_str().to_string_lossy().to_ascii_lowercase();
+            parts.extend(
+                name.split(|c: char| !c.is_ascii_alphanumeric())
+                    .map(str::to_string),
+            );
+        }
+        parts.iter().rev().find_map(|p| of_word(p))
+    })
 }
 
 fn of_word(w: &str) -> Option<Dialect> {
@@ -34,7 +38,8 @@ fn of_word(w: &str) -> Option<Dialect> {
         "mssql" | "sqlserver" | "tsql" => Dialect::Mssql,
         "postgres" | "postgresql" | "pg" | "psql" => Dialect::Postgres,
         // Databases with SQL of their own and no rules here: parsed for facts, set aside.
-        "clickhouse" | "bigquery" | "bq" | "snowflake" | "duckdb" | "trino" => Dialect::Unknown,
+        "clickhouse" | "bigquery" | "bq" | "snowflake" | "duckdb" | "trino" | "cockroach"
+        | "cockroachdb" | "crdb" => Dialect::Unknown,
         _ => return None,
     })
 }
@@ -331,6 +336,21 @@ mod tests {
             "the nearest folder decides"
         );
         assert_eq!(of_path(Path::new("db/migrations/1_init.sql")), None);
+        // Migration tools that keep one file per database: the engine before `.up.sql`.
+        assert_eq!(
+            of_path(Path::new("migrations/0005_identities.mysql.up.sql")),
+            Some(Dialect::Mysql)
+        );
+        assert_eq!(
+            of_path(Path::new("migrations/0005_identities.cockroach.down.sql")),
+            Some(Dialect::Unknown)
+        );
+        assert_eq!(
+            of_path(Path::new("postgres/0005_identities.sqlite3.up.sql")),
+            Some(Dialect::Sqlite),
+            "the file's own name before its folders"
+        );
+        assert_eq!(of_path(Path::new("db/0005_add.up.sql")), None);
         assert_eq!(
             of_path(Path::new("db/clickhouse/migrations/01_keys.sql")),
             Some(Dialect::Unknown)

@@ -996,8 +996,9 @@ impl Reader<'_> {
                 sql.replace_range(s..e, &" ".repeat(e - s));
             }
         }
-        if self.dialect == Dialect::Postgres {
-            super::gaps::rewrite(self.src, &stmt.tokens, base, stmt.prefix, &mut sql);
+        if self.dialect.has_rules() {
+            let mysql = self.dialect == Dialect::Mysql;
+            super::gaps::rewrite(self.src, &stmt.tokens, base, stmt.prefix, mysql, &mut sql);
         }
         let err = match self.parse_text(&sql) {
             Ok(parsed) => return Ok((sql, parsed)),

@@ -10,8 +10,10 @@ use super::lex::{Kind, Token};
 /// - `(composite).*` becomes `(composite)  `: the row's columns expanded, read as the value;
 /// - `OPERATOR(pg_catalog.=)` becomes `=` and spaces;
 /// - `CONSTRAINT name NOT NULL column` (PostgreSQL 18, also in `pg_dump` output) becomes
-///   `CHECK(TRUE)` and spaces: a not-null constraint declares no key.
-pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, sql: &mut String) {
+///   `CHECK(TRUE)` and spaces: a not-null constraint declares no key;
+/// - MySQL's `BINARY` attribute after a character type (`VARCHAR(255) BINARY`, `TEXT BINARY`,
+///   a binary collation) becomes spaces: it changes how values compare, not what is declared.
+pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, sql: &mut String) {
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let punct = |k: usize, p: &str| t.get(k).is_some_and(|x| x.is_punct(src, p));
     let word = |k: usize, w: &str| t.get(k).is_some_and(|x| x.is(src, w));
@@ -22,7 +24,12 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, sql: &mut Str
     };
     let mut i = 0;
     while i < t.len() {
-        if punct(i, ")") && punct(i + 1, ".") && punct(i + 2, "*") && touching(i) && touching(i + 1)
+        if !mysql
+            && punct(i, ")")
+            && punct(i + 1, ".")
+            && punct(i + 2, "*")
+            && touching(i)
+            && touching(i + 1)
         {
             edits.push((t[i + 1].start, t[i + 2].end, String::new()));
             i += 3;
@@ -31,6 +38,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, sql: &mut Str
         // `'a'` newline `'b'`: one string to PostgreSQL, two to sqlparser. The quotes between
         // go, and the string holds the whitespace (txlint reads no string's content).
         if let (Some(a), Some(b)) = (t.get(i), t.get(i + 1))
+            && !mysql
             && plain_string(src, a)
             && plain_string(src, b)
             && src[a.end..b.start].contains('\n')
@@ -41,7 +49,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, sql: &mut Str
             i += 1;
             continue;
         }
-        if word(i, "operator") && punct(i + 1, "(") {
+        if !mysql && word(i, "operator") && punct(i + 1, "(") {
             // `OPERATOR(schema.op)`: the operator's characters up to `)`.
             let close = (i + 2..t.len().min(i + 8)).find(|&k| punct(k, ")"));
             let dot = (i + 2..close.unwrap_or(i)).find(|&k| punct(k, "."));
@@ -55,7 +63,34 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, sql: &mut Str
                 continue;
             }
         }
-        if word(i, "constraint")
+        let text_type = |k: usize| {
+            [
+                "char",
+                "varchar",
+                "text",
+                "tinytext",
+                "mediumtext",
+                "longtext",
+            ]
+            .iter()
+            .any(|w| word(k, w))
+        };
+        if mysql
+            && word(i, "binary")
+            && i >= 1
+            && (text_type(i - 1)
+                || (i >= 4
+                    && punct(i - 1, ")")
+                    && t[i - 2].kind == Kind::Number
+                    && punct(i - 3, "(")
+                    && text_type(i - 4)))
+        {
+            edits.push((t[i].start, t[i].end, String::new()));
+            i += 1;
+            continue;
+        }
+        if !mysql
+            && word(i, "constraint")
             && word(i + 2, "not")
             && word(i + 3, "null")
             && t.get(i + 4)
@@ -119,9 +154,13 @@ mod tests {
     use crate::source::Dialect;
 
     fn rewritten(sql: &str) -> String {
-        let tokens: Vec<Token> = Lexer::new(sql, Dialect::Postgres, false).collect();
+        rewritten_for(sql, Dialect::Postgres)
+    }
+
+    fn rewritten_for(sql: &str, dialect: Dialect) -> String {
+        let tokens: Vec<Token> = Lexer::new(sql, dialect, false).collect();
         let mut out = sql.to_string();
-        rewrite(sql, &tokens, 0, 0, &mut out);
+        rewrite(sql, &tokens, 0, 0, dialect == Dialect::Mysql, &mut out);
         assert_eq!(out.len(), sql.len(), "offsets kept");
         out
     }
@@ -141,11 +180,23 @@ mod tests {
             rewritten("ALTER TABLE t ADD CONSTRAINT t_a_not_null NOT NULL a"),
             format!("ALTER TABLE t ADD CHECK(TRUE){}", " ".repeat(23))
         );
+        assert_eq!(
+            rewritten_for(
+                "ALTER TABLE t MODIFY COLUMN a VARCHAR(255) BINARY NOT NULL",
+                Dialect::Mysql
+            ),
+            "ALTER TABLE t MODIFY COLUMN a VARCHAR(255)        NOT NULL"
+        );
+        assert_eq!(
+            rewritten_for("SELECT CAST(a AS BINARY) FROM t", Dialect::Mysql),
+            "SELECT CAST(a AS BINARY) FROM t"
+        );
         // Nothing else is touched.
         for sql in [
             "SELECT (p).a FROM t",
             "SELECT p.* FROM t p",
             "ALTER TABLE t ADD CONSTRAINT k UNIQUE (a)",
+            "SELECT CAST(a AS BINARY) FROM t",
         ] {
             assert_eq!(rewritten(sql), sql);
         }
@@ -171,6 +222,19 @@ mod tests {
                 "{out}"
             );
         }
+    }
+
+    #[test]
+    fn every_mysql_rewrite_parses() {
+        use sqlparser::dialect::MySqlDialect;
+        use sqlparser::parser::Parser;
+        let sql = "ALTER TABLE t MODIFY COLUMN a VARCHAR(255) BINARY";
+        assert!(
+            Parser::parse_sql(&MySqlDialect {}, sql).is_err(),
+            "sqlparser reads {sql} now: drop its rewrite"
+        );
+        let out = rewritten_for(sql, Dialect::Mysql);
+        assert!(Parser::parse_sql(&MySqlDialect {}, &out).is_ok(), "{out}");
     }
 
     #[test]
