@@ -474,6 +474,31 @@ fn model_shows_migration_runners() {
     }
 }
 
+/// Who calls what a file holds, when that is application code going through a pool: the
+/// functions a Supabase migration defines (RPCs), the queries of an sqlc query file.
+#[test]
+fn model_shows_pooled_callers() {
+    let d = Dir::new("pooled-callers");
+    d.write(
+        "supabase/migrations/20240101120000_locks.sql",
+        "create function lock_it(k bigint) returns void language plpgsql as $$\n\
+         begin perform pg_advisory_xact_lock(k); end $$;\n",
+    )
+    .write(
+        "db/queries.sql",
+        "-- name: Next :one\nSELECT id FROM jobs LIMIT 1;\n",
+    );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for line in [
+        "supabase/migrations/20240101120000_locks.sql:1:1 routine lock_it (called by Supabase clients as RPCs, through PostgREST's connection pool (`supabase.rpc(..)`))",
+        "(called by sqlc's generated code, through a connection pool (`database/sql`, pgx))",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+}
+
 #[test]
 fn rust_files_are_linted_with_sql_files() {
     let d = Dir::new("rust");
