@@ -363,6 +363,16 @@ impl AdvisoryCall {
 }
 
 impl Facts {
+    /// The values the statement writes (`SET` items, inserted values) and picks its rows by
+    /// (`col = value` conjuncts).
+    pub fn operands(&self) -> impl Iterator<Item = &Operand> + Clone {
+        self.sets
+            .iter()
+            .map(|s| &s.value)
+            .chain(self.inserts.iter().map(|(_, o)| o))
+            .chain(self.filters.iter().map(|p| &p.value))
+    }
+
     /// The facts few statements have (empty lists and `None` when this one has none).
     pub fn extra(&self) -> &Extra {
         self.extra.as_deref().unwrap_or(&NO_EXTRA)

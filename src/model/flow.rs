@@ -197,20 +197,13 @@ impl Flow<'_> {
     /// on its value was not (a `?` on the call's failure decides nothing).
     pub fn decided_by(&self, unit: &Unit, r: &Step, w: usize) -> bool {
         let ws = self.steps[w].step;
-        let f = &ws.facts;
-        let operands = f
-            .sets
-            .iter()
-            .map(|s| &s.value)
-            .chain(f.inserts.iter().map(|(_, o)| o))
-            .chain(f.filters.iter().map(|p| &p.value));
         let arms: Vec<usize> = unit
             .conditions
             .iter()
             .filter(|c| !c.failed && c.from.contains(&r.seq))
             .map(|c| c.branch)
             .collect();
-        operands.into_iter().any(|o| self.flows_from(o, r, w))
+        ws.facts.operands().any(|o| self.flows_from(o, r, w))
             || ws.branch.iter().any(|b| arms.contains(b))
             || unit
                 .exits_between(r.seq, ws.seq)

@@ -38,7 +38,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .filter(|a| a.tx == l.tx && !unit.exclusive(&l.step.branch, &a.step.branch))
                 .collect();
             let found = check_then_insert(cx, l, lock, &later)
-                .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock))
+                .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock, &later))
                 .or_else(|| parent_children(cx, l, lock, &later))
                 .or_else(|| set_invariant(cx, unit, &flow, l, lock, &later));
             out.extend(found);
@@ -132,35 +132,33 @@ fn check_then_overwrite(
     flow: &Flow,
     l: &At,
     lock: &RowLock,
+    later: &[&At],
 ) -> Option<Diagnostic> {
     let tables = locked_tables(l.step, lock);
     let read = &l.step.facts.columns;
-    let start = flow.position(l.step.seq)?;
-    let (w, column) = flow.steps[start + 1..]
-        .iter()
-        .enumerate()
-        .find_map(|(k, a)| {
-            let f = &a.step.facts;
-            let keyed = !l.step.facts.filters.is_empty()
-                && l.step.facts.filters.iter().all(|p| {
-                    f.inserts.iter().any(|(c, o)| {
-                        *c == p.column && value_key(o, a.step) == value_key(&p.value, l.step)
-                    })
-                });
-            let column = a
-                .step
-                .overwrites()
-                .find(|c| read.iter().any(|r| r == "*" || r == *c))?;
-            (a.tx == l.tx
-                && f.upsert
-                && f.writes
-                    .iter()
-                    .any(|t| tables.iter().any(|x| *x == *t.name))
-                && keyed
-                && !unit.exclusive(&l.step.branch, &a.step.branch)
-                && flow.decided_by(unit, l.step, start + 1 + k))
-            .then_some((a, column))
-        })?;
+    let keys = &l.step.facts.filters;
+    let (w, column) = later.iter().find_map(|a| {
+        let f = &a.step.facts;
+        if !f.upsert
+            || !f
+                .writes
+                .iter()
+                .any(|t| tables.iter().any(|x| *x == *t.name))
+        {
+            return None;
+        }
+        let column = a
+            .step
+            .overwrites()
+            .find(|c| read.iter().any(|r| r == "*" || r == *c))?;
+        let keyed = !keys.is_empty()
+            && keys.iter().all(|p| {
+                f.inserts.iter().any(|(c, o)| {
+                    *c == p.column && value_key(o, a.step) == value_key(&p.value, l.step)
+                })
+            });
+        (keyed && flow.decided_by(unit, l.step, flow.position(a.step.seq)?)).then_some((a, column))
+    })?;
     let table = &w.step.facts.writes.first()?.name;
     Some(
         Diagnostic::new(

@@ -85,6 +85,9 @@ fn returned_holding(cx: &Context, out: &mut Vec<Diagnostic>) {
                 && matches!(a.op, AdvisoryOp::Unlock | AdvisoryOp::UnlockAll)
         })
     };
+    if !units().any(|u| u.pooled_callers.is_some()) {
+        return;
+    }
     let copied: std::collections::HashSet<Span> = units()
         .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
         .filter(|s| !s.host().calls.is_empty())
@@ -95,7 +98,7 @@ fn returned_holding(cx: &Context, out: &mut Vec<Diagnostic>) {
         let Some(how) = unit.pooled_callers else {
             continue;
         };
-        let steps = in_order(unit);
+        let steps: Vec<&Step> = unit.ordered().into_iter().map(|a| a.step).collect();
         let query_file = unit.kind == UnitKind::QueryFile;
         if !query_file
             && steps
@@ -147,13 +150,6 @@ fn returned_holding(cx: &Context, out: &mut Vec<Diagnostic>) {
             }
         }
     }
-}
-
-/// The unit's steps in program order.
-fn in_order(unit: &Unit) -> Vec<&Step> {
-    let mut v: Vec<&Step> = unit.transactions.iter().flat_map(|t| &t.steps).collect();
-    v.sort_by_key(|s| s.seq);
-    v
 }
 
 fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {

@@ -22,18 +22,14 @@ pub(super) fn claim(w: &Expr, table: &str) -> Vec<String> {
                 ..
             } if matches!(right.as_ref(), Expr::Subquery(_)) => {
                 if let Expr::Subquery(q) = right.as_ref() {
-                    picked.extend(by_constants(q, table));
-                    picked.extend(by_tests(q, table));
+                    picked.extend(picks(q, table));
                 }
             }
             Expr::In {
                 target: InTarget::Subquery(q),
                 negated: false,
                 ..
-            } => {
-                picked.extend(by_constants(q, table));
-                picked.extend(by_tests(q, table));
-            }
+            } => picked.extend(picks(q, table)),
             other => outer.extend(operand(other, &mut 0).idents.iter().map(|i| last(i))),
         }
     }
@@ -46,23 +42,22 @@ pub(super) fn claim(w: &Expr, table: &str) -> Vec<String> {
 /// included) that reads `t` alone; the columns it picks them by, as [`claim`] finds them, less
 /// those the outer `WHERE` tests itself. Only when the outer `WHERE` names the subquery.
 pub(super) fn claim_from(from: &[TableWithJoins], w: &Expr, table: &str) -> Vec<String> {
-    fn picks(factor: &TableFactor, table: &str, out: &mut Vec<String>, depth: usize) {
+    fn derived(factor: &TableFactor, table: &str, out: &mut Vec<String>, depth: usize) {
         let TableFactor::Derived { subquery, .. } = factor else {
             return;
         };
-        out.extend(by_constants(subquery, table));
-        out.extend(by_tests(subquery, table));
+        out.extend(picks(subquery, table));
         if let (SetExpr::Select(select), true) = (subquery.body.as_ref(), depth < 4) {
             for t in &select.from {
                 for f in std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)) {
-                    picks(f, table, out, depth + 1);
+                    derived(f, table, out, depth + 1);
                 }
             }
         }
     }
-    let outer: Vec<String> = operand(w, &mut 0).idents.iter().map(|i| last(i)).collect();
-    let qualifiers: Vec<String> = operand(w, &mut 0)
-        .idents
+    let idents = operand(w, &mut 0).idents;
+    let outer: Vec<String> = idents.iter().map(|i| last(i)).collect();
+    let qualifiers: Vec<String> = idents
         .iter()
         .filter_map(|i| i.rsplit_once('.').map(|(q, _)| q.to_ascii_lowercase()))
         .collect();
@@ -73,7 +68,7 @@ pub(super) fn claim_from(from: &[TableWithJoins], w: &Expr, table: &str) -> Vec<
         } = &t.relation
             && qualifiers.contains(&alias.name.value.to_ascii_lowercase())
         {
-            picks(&t.relation, table, &mut picked, 0);
+            derived(&t.relation, table, &mut picked, 0);
         }
     }
     picked.retain(|c| !outer.contains(c));
@@ -178,7 +173,12 @@ fn own_where<'q>(q: &'q Query, table: &str) -> Option<&'q Expr> {
     select.selection.as_ref().filter(|_| own)
 }
 
-/// The columns of [`picked_by`] compared with constants or parameters.
+/// The columns a subquery reading `table` alone picks its rows by: compared with constants or
+/// parameters, or tested otherwise ([`by_tests`]).
+fn picks(q: &Query, table: &str) -> impl Iterator<Item = String> {
+    by_constants(q, table).chain(by_tests(q, table))
+}
+
 /// The columns `SELECT .. FROM <table> WHERE ..` (that one table) tests otherwise than by
 /// `col = value`: `worker IS NULL`, `run_at <= now()`, `attempts < 5`, `state <> 'done'`.
 fn by_tests(q: &Query, table: &str) -> Vec<String> {
@@ -203,6 +203,7 @@ fn by_tests(q: &Query, table: &str) -> Vec<String> {
         .collect()
 }
 
+/// The columns of [`picked_by`] compared with constants or parameters.
 fn by_constants(q: &Query, table: &str) -> impl Iterator<Item = String> {
     picked_by(q, table)
         .into_iter()

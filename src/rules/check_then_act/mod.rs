@@ -68,12 +68,16 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
         }
         // The reads each branch arm is taken on.
         let mut arms: HashMap<usize, Vec<usize>> = HashMap::new();
-        // And the other way: the arms taken on each read.
-        let mut taken = Taken::new();
+        // And the other way: the arms taken on each read, and those taken on what it read
+        // (not only on whether it found a row).
+        let mut taken = Decided::default();
         for c in unit.conditions.iter().filter(|c| !c.failed) {
             arms.entry(c.branch).or_default().extend(&c.from);
             for &seq in &c.from {
-                taken.entry(seq).or_default().push(c.branch);
+                taken.any.entry(seq).or_default().push(c.branch);
+                if !c.presence {
+                    taken.on_value.entry(seq).or_default().push(c.branch);
+                }
             }
         }
         let mut limited = false;
@@ -299,11 +303,12 @@ fn finding(
     cx: &Context,
     unit: &Unit,
     flow: &Flow,
-    taken: &Taken,
+    decided: &Decided,
     ri: usize,
     wi: usize,
     report: Report,
 ) -> Option<Diagnostic> {
+    let taken = &decided.any;
     let (r, w) = (&flow.steps[ri], &flow.steps[wi]);
     let rf = &r.step.facts;
     let wf = &w.step.facts;
@@ -330,15 +335,8 @@ fn finding(
     // A status read decides a transition of that status (see [`transition`]), when the arm
     // is taken on what it read: one taken on whether it found a row (`IF FOUND THEN UPDATE
     // .. ELSE INSERT ..`) decides on the row's presence, not on its state.
-    let on_value = |branch: &[usize]| {
-        unit.conditions.iter().any(|c| {
-            !c.failed && !c.presence && c.from.contains(&r.step.seq) && branch.contains(&c.branch)
-        })
-    };
-    let on_value = on_value(&w.step.branch)
-        || unit
-            .exits_between(r.step.seq, w.step.seq)
-            .any(|e| e.kind == ExitKind::Return && on_value(&e.branch));
+    let on_value = taken_on(&decided.on_value, r.step, &w.step.branch)
+        || returned_on(unit, &decided.on_value, r.step, w.step);
     let status = if decided_on && on_value {
         transition(flow, r.step, wi, table)
     } else {
@@ -690,6 +688,14 @@ fn inserts_checked_key(r: &Step, w: &Step, table: &str) -> bool {
 /// The branch arms taken on a condition on each read's value, by the read's sequence number.
 type Taken = HashMap<usize, Vec<usize>>;
 
+/// The arms taken on each read: on any condition on it, and on one that tests what it read
+/// (not only whether it found a row: PL/pgSQL `IF FOUND`, see [`Condition::presence`]).
+#[derive(Default)]
+struct Decided {
+    any: Taken,
+    on_value: Taken,
+}
+
 /// Code in these branch arms (a step's or an exit's) runs only on a condition on the read's
 /// value.
 fn taken_on(taken: &Taken, r: &Step, branch: &[usize]) -> bool {
@@ -734,13 +740,7 @@ fn depends(
 ) -> Option<Dependence> {
     let w = flow.steps[wi].step;
     let f = &w.facts;
-    let operands = f
-        .sets
-        .iter()
-        .map(|s| &s.value)
-        .chain(f.inserts.iter().map(|(_, o)| o))
-        .chain(f.filters.iter().map(|p| &p.value));
-    if operands.clone().any(|o| flow.flows_from(o, r, wi)) {
+    if f.operands().any(|o| flow.flows_from(o, r, wi)) {
         return Some(Dependence::Data);
     }
     // Duplicate registration: insert the very key that was checked.

@@ -18,13 +18,13 @@ pub(super) fn replace_under_partial_lock(cx: &super::Context, tx: &Transaction) 
     let mut out = Vec::new();
     for (i, d) in tx.steps.iter().enumerate() {
         let f = &d.facts;
+        if f.kind != StmtKind::Delete {
+            continue;
+        }
         let (Some(condition), Some(table)) = (f.extra().condition.as_deref(), f.writes.first())
         else {
             continue;
         };
-        if f.kind != StmtKind::Delete {
-            continue;
-        }
         let locks: Vec<_> = advisory_locks_before(tx, d.seq).collect();
         let Some(&(lock, _)) = locks.first() else {
             continue;
