@@ -1051,3 +1051,51 @@ fn lock_sql(shared: bool) -> String {
     // A lock and an update run together.
     assert!(!f.exclusive(&all[0].1.branch, &all[2].1.branch));
 }
+
+#[test]
+fn handles_held_in_statics_have_their_kind_and_database() {
+    use txlint::model::Skip;
+    use txlint::source::Dialect;
+    let src = r#"
+static LITE: Lazy<Arc<Mutex<Pool<Sqlite>>>> = Lazy::new(connect_lite);
+static PG: OnceCell<PgPool> = OnceCell::new();
+lazy_static! {
+    static ref SHARED: sqlx::PgPool = connect();
+}
+async fn lite() {
+    let client = LITE.clone();
+    let client = client.lock().await;
+    sqlx::query("UPDATE t SET n = ?1").execute(&*client).await;
+}
+async fn once() {
+    let p = PG.get().unwrap();
+    sqlx::query("SELECT pg_advisory_lock(1)").execute(p).await;
+    sqlx::query("SELECT pg_advisory_unlock(1)").execute(p).await;
+}
+async fn lazy() {
+    let mut tx = SHARED.begin().await.unwrap();
+    sqlx::query("UPDATE t SET n = 1").execute(&mut *tx).await;
+    tx.commit().await;
+}
+"#;
+    let run = txlint::check_source("lib.rs", src, &Config::default());
+    let skipped: Vec<_> = run
+        .program
+        .skipped
+        .iter()
+        .map(|(u, why)| (u.name.as_deref().unwrap(), *why))
+        .collect();
+    assert_eq!(skipped, vec![("lite", Skip::Dialect(Dialect::Sqlite))]);
+    use Executor::*;
+    use Scope::*;
+    // `OnceCell::get` hands out the pool itself, not a connection of it: two statements, each
+    // on whichever session the pool lends (no session of their own).
+    let once = unit(&run.program.units, "once");
+    assert_eq!(
+        shape(once),
+        vec![(Autocommit, Pool, 1), (Autocommit, Pool, 1)]
+    );
+    assert!(steps(once).iter().all(|(_, s)| s.session.is_none()));
+    let lazy = unit(&run.program.units, "lazy");
+    assert_eq!(shape(lazy), vec![(Explicit, Transaction, 1)]);
+}

@@ -150,6 +150,12 @@ impl<'a> Walker<'a, '_> {
                 | "unwrap" | "expect",
                 Value::Handle(_),
             ) => receiver,
+            // `POOL.get()`, `POOL.get_or_init(connect).await` of a `OnceCell<PgPool>`.
+            ("get" | "get_or_init" | "get_or_try_init" | "wait", Value::Handle(_))
+                if self.is_once_static(&m.receiver) =>
+            {
+                receiver
+            }
             ("begin" | "transaction" | "start_transaction" | "begin_with", Value::Handle(h)) => {
                 Value::Handle(self.begin(*h, at))
             }

@@ -350,6 +350,28 @@ fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, ext
             d.foreign_keys.push(fk);
         }
     }
+    // sea-orm's `#[sea_orm(belongs_to = "super::parent::Entity", from = .., to = ..)]`.
+    let table_of = |module: &str| {
+        let t = index
+            .entity_tables
+            .get(module)
+            .map_or(module, String::as_str);
+        t.to_string()
+    };
+    for [child, parent, from, to] in &index.relations {
+        let fk = ForeignKey {
+            name: None,
+            columns: vec![from.clone()],
+            table: table_of(parent),
+            referred: vec![to.clone()],
+        };
+        let child = table_of(child);
+        if let Some(d) = declared.iter_mut().find(|d| d.table == child)
+            && !d.foreign_keys.contains(&fk)
+        {
+            d.foreign_keys.push(fk);
+        }
+    }
     declared.sort_by(|a, b| a.table.cmp(&b.table));
     front.out.declared.extend(declared);
 }
@@ -833,6 +855,9 @@ struct Index<'a> {
     /// Struct fields that hold handles: their kind and the database they talk to.
     /// Handle fields by name: kind, database, and whether transactions are of the type too.
     fields: HashMap<String, (Executor, Option<Dialect>, bool)>,
+    /// Statics that hold a handle (`static POOL: OnceCell<PgPool>`, `lazy_static!`'s `static
+    /// ref`), by name: kind, database, and whether it is a once-cell (its `get` is the handle).
+    statics: HashMap<String, (Executor, Option<Dialect>, bool)>,
     /// Structs with a field that holds a handle (see [`Value::Object`]), with that handle's
     /// kind and database.
     handle_structs: HashMap<String, (Executor, Option<Dialect>)>,
@@ -855,6 +880,9 @@ struct Index<'a> {
     tables: std::collections::BTreeMap<String, TableDdl>,
     /// diesel's `joinable!(child -> parent (column))`, by Rust names.
     joinables: Vec<[String; 3]>,
+    /// sea-orm's `belongs_to` relations: child module, parent module, the child's column and
+    /// the parent's it refers to.
+    relations: Vec<[String; 4]>,
 }
 
 struct Collector<'a, 'i> {
@@ -892,18 +920,7 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             self.ix.insertables.insert(s.ident.to_string(), row);
         }
         if let Some(table) = seaorm::table_name(&s.attrs) {
-            let file = &self.ix.parsed[self.file].path;
-            let stem = file.file_stem().and_then(|f| f.to_str());
-            let dir = file
-                .parent()
-                .and_then(|d| d.file_name())
-                .and_then(|d| d.to_str());
-            let module = match (self.module, stem) {
-                (Some(m), _) => Some(m.to_string()),
-                (None, Some("mod")) => dir.map(str::to_string),
-                (None, stem) => stem.map(str::to_string),
-            };
-            if let Some(m) = module.filter(|m| *m != table) {
+            if let Some(m) = self.entity_module().filter(|m| *m != table) {
                 self.ix.entity_tables.insert(m, table.clone());
             }
             let (ddl, renamed) = seaorm::entity_table(s, table);
@@ -914,6 +931,17 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             self.ix.tables.entry(ddl.table.clone()).or_insert(ddl);
         }
         syn::visit::visit_item_struct(self, s);
+    }
+    fn visit_item_enum(&mut self, e: &'a syn::ItemEnum) {
+        if e.ident == "Relation"
+            && let Some(module) = self.entity_module()
+        {
+            for (parent, from, to) in seaorm::belongs_to(e) {
+                let parent = parent.unwrap_or_else(|| module.clone());
+                self.ix.relations.push([module.clone(), parent, from, to]);
+            }
+        }
+        syn::visit::visit_item_enum(self, e);
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
         self.nested(&f.attrs, |c| {
@@ -934,6 +962,11 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         if name.as_deref() == Some("table") {
             for (rust, t) in diesel::table_macro(m.tokens.clone()) {
                 self.ix.tables.insert(rust, t);
+            }
+        }
+        if name.as_deref() == Some("lazy_static") {
+            for s in lazy_statics(m.tokens.clone()) {
+                self.handle_static(&s.ident, &s.ty);
             }
         }
         if name.as_deref() == Some("joinable")
@@ -968,6 +1001,7 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_item_static(&mut self, s: &'a syn::ItemStatic) {
         self.constant(&s.ident, &s.ty, &s.expr);
+        self.handle_static(&s.ident, &s.ty);
     }
     fn visit_expr_struct(&mut self, s: &'a syn::ExprStruct) {
         for f in &s.fields {
@@ -995,6 +1029,31 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
                 .insert(name.to_string(), (kind, dialect, shares));
         }
     }
+}
+
+/// The statics of a `lazy_static! { static ref NAME: Type = ..; }` block, read as plain
+/// statics (without `ref`); none when the block does not parse so.
+fn lazy_statics(tokens: proc_macro2::TokenStream) -> Vec<syn::ItemStatic> {
+    let mut plain = Vec::new();
+    let mut after_static = false;
+    for t in tokens {
+        let is_ref = matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "ref");
+        if !(after_static && is_ref) {
+            after_static = matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "static");
+            plain.push(t);
+        }
+    }
+    let file: syn::File = match syn::parse2(plain.into_iter().collect()) {
+        Ok(f) => f,
+        Err(_) => return Vec::new(),
+    };
+    file.items
+        .into_iter()
+        .filter_map(|i| match i {
+            syn::Item::Static(s) => Some(s),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `#[cfg(feature = "sqlite")]`: code for one database.
@@ -1045,6 +1104,34 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
+    /// The module an entity of this place is in: the inline `mod`, else the file's (`user.rs`,
+    /// `user/mod.rs`).
+    fn entity_module(&self) -> Option<String> {
+        if let Some(m) = self.module {
+            return Some(m.to_string());
+        }
+        let file = &self.ix.parsed[self.file].path;
+        match file.file_stem().and_then(|f| f.to_str()) {
+            Some("mod") => file
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|d| d.to_str())
+                .map(str::to_string),
+            stem => stem.map(str::to_string),
+        }
+    }
+
+    /// A static that holds a database handle: indexed by name.
+    fn handle_static(&mut self, name: &syn::Ident, ty: &syn::Type) {
+        if let Some(kind) = types::of_type(ty, &self.ix.config.rust) {
+            let dialect = types::dialect_of_type(ty);
+            let once = types::is_once_cell(ty);
+            self.ix
+                .statics
+                .insert(name.to_string(), (kind, dialect, once));
+        }
+    }
+
     /// Visit an item with the test and database context its attributes add.
     fn nested(&mut self, attrs: &[syn::Attribute], f: impl FnOnce(&mut Self)) {
         let test = self.in_test || is_test(attrs);
@@ -1088,12 +1175,14 @@ impl<'a> Index<'a> {
             consts: Vec::new(),
             const_names: HashMap::new(),
             fields: HashMap::new(),
+            statics: HashMap::new(),
             handle_structs: HashMap::new(),
             entity_tables: HashMap::new(),
             entity_columns: HashMap::new(),
             insertables: HashMap::new(),
             tables: std::collections::BTreeMap::new(),
             joinables: Vec::new(),
+            relations: Vec::new(),
             derefs: HashSet::new(),
             field_values: HashMap::new(),
         };

@@ -80,6 +80,30 @@ pub(super) fn entity_table(
     (ddl, renamed)
 }
 
+/// The `belongs_to` relations of an entity's `enum Relation`: the parent's module (none: the
+/// entity itself), the entity's column and the parent's column it refers to (`#[sea_orm(belongs_to
+/// = "super::cake::Entity", from = "Column::CakeId", to = "super::cake::Column::Id")]`).
+pub(super) fn belongs_to(e: &syn::ItemEnum) -> Vec<(Option<String>, String, String)> {
+    let column = |path: &str| path.rsplit("::").next().map(snake);
+    e.variants
+        .iter()
+        .filter_map(|v| {
+            let metas = diesel::metas(&v.attrs);
+            let parent = diesel::nested_value(&metas, "sea_orm", "belongs_to")?;
+            let from = column(&diesel::nested_value(&metas, "sea_orm", "from")?)?;
+            let to = column(&diesel::nested_value(&metas, "sea_orm", "to")?)?;
+            let segments: Vec<&str> = parent.split("::").collect();
+            let module = match segments.as_slice() {
+                [.., m, "Entity"] if *m != "super" && *m != "self" && *m != "crate" => {
+                    Some(m.to_string())
+                }
+                _ => None,
+            };
+            Some((module, from, to))
+        })
+        .collect()
+}
+
 impl Walker<'_, '_> {
     /// The table of the entity in module `module` (`user::Entity`, `user::ActiveModel`): its
     /// model's `table_name` where the run has the model, else the module's name.

@@ -58,7 +58,18 @@ fn of_path(path: &syn::Path, cfg: &RustConfig) -> Option<Executor> {
     // Smart pointers and wrappers: look inside.
     if matches!(
         name.as_str(),
-        "Arc" | "Rc" | "Box" | "Option" | "Mutex" | "RwLock"
+        "Arc"
+            | "Rc"
+            | "Box"
+            | "Option"
+            | "Mutex"
+            | "RwLock"
+            | "Lazy"
+            | "LazyLock"
+            | "LazyCell"
+            | "OnceCell"
+            | "OnceLock"
+            | "OnceBox"
     ) {
         if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
             for arg in &args.args {
@@ -106,6 +117,14 @@ pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Exe
         "Transaction" | "DatabaseTransaction" => Executor::Transaction,
         _ => return None,
     })
+}
+
+/// A cell set once whose `get` hands out what it holds (`OnceCell<PgPool>`, `OnceLock<..>`):
+/// `POOL.get()` is the pool, not a connection taken from it.
+pub fn is_once_cell(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| {
+        matches!(s.ident.to_string().as_str(), "OnceCell" | "OnceLock" | "OnceBox")
+    }))
 }
 
 /// A connection type that the driver's transactions are too: sqlx's `&mut *tx` is a `&mut

@@ -1018,6 +1018,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(q) = self.diesel_table(path) {
             return q;
         }
+        if let Some(h) = self.static_handle(&name) {
+            return Value::Handle(h);
+        }
         // A string constant of this file (or, if unique, of another).
         let konst = self.ix.const_names.get(&name).and_then(|all| {
             let here = all.iter().find(|&&i| self.ix.consts[i].0 == self.file);
@@ -1091,6 +1094,29 @@ impl<'a, 'w> Walker<'a, 'w> {
             Value::Sql(s) if looks_like_sql(&s.text) => Value::Sql(s),
             _ => Value::None,
         }
+    }
+
+    /// A static that holds a handle (`static POOL: Lazy<PgPool>`): one handle per function,
+    /// as a field's.
+    fn static_handle(&mut self, name: &str) -> Option<Handle> {
+        if let Some(h) = self.field_sessions.get(name) {
+            return Some(*h);
+        }
+        let &(kind, dialect, _) = self.ix.statics.get(name)?;
+        let mut h = self.handle_of_kind(kind);
+        h.dialect = dialect;
+        self.field_sessions.insert(name.to_string(), h);
+        Some(h)
+    }
+
+    /// A once-cell static that holds a handle (`POOL` of `static POOL: OnceCell<PgPool>`): its
+    /// `get` is the handle itself.
+    pub(super) fn is_once_static(&self, e: &syn::Expr) -> bool {
+        matches!(e, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| {
+            let name = i.to_string();
+            !self.vars.contains_key(&name)
+                && self.ix.statics.get(&name).is_some_and(|s| s.2)
+        }))
     }
 
     /// `self.pool`, `state.db`: a handle by the field's declared type, or its name.
