@@ -53,9 +53,9 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 /// code which could conflict with another at `step` takes first on the same key: a
 /// transaction-scoped advisory lock, `LOCK TABLE`, or an exclusive row lock (`FOR UPDATE`, an
 /// `UPDATE`) of a row named by constants or by values `step` uses too (the parent of the rows
-/// it locks; by a unique key of its table, whatever else its `WHERE` tests), or the rows
-/// themselves locked first in key order. Whatever the statements after it lock, two such runs
-/// cannot interleave there. A `DELETE` is no guard: with no row to delete it locks nothing.
+/// it locks; by a unique key of its table, whatever else its `WHERE` tests), a row of the table
+/// `step`'s table refers to by a foreign key, or the rows themselves locked first in key order.
+/// Whatever the statements after it lock, two such runs cannot interleave there. A `DELETE` is no guard: with no row to delete it locks nothing.
 fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
     let used: Vec<String> = step
         .host()
@@ -102,6 +102,25 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
                 .collect();
             schema.unique_within(&t.name, &named).is_some()
         };
+        // One parent row written by its key, and `step`'s rows are of a table that refers to
+        // the parent's (assumed: the rows are that parent's children). Two runs with a common
+        // child have the same parent and wait at its row first.
+        let parent_of_rows = || {
+            let Some(t) = (f.kind == StmtKind::Update)
+                .then(|| f.writes.first())
+                .flatten()
+            else {
+                return false;
+            };
+            let columns: Vec<&str> = f.filters.iter().map(|p| p.column.as_str()).collect();
+            schema.unique_within(&t.name, &columns).is_some()
+                && step
+                    .facts
+                    .writes
+                    .iter()
+                    .chain(&step.facts.reads)
+                    .any(|c| c.name != t.name && schema.foreign_key(&c.name, &t.name).is_some())
+        };
         // The rows themselves locked up front in key order (`.. ORDER BY id FOR UPDATE`).
         let up_front = f.row_locks.iter().any(|l| l.ordered)
             && step
@@ -112,7 +131,7 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
                 .any(|t| f.reads.iter().any(|r| r.name == t.name));
         f.extra().advisory.iter().any(AdvisoryCall::takes_xact_lock)
             || f.extra().table_lock.is_some()
-            || (exclusive && (keyed || pinned()))
+            || (exclusive && (keyed || pinned() || parent_of_rows()))
             || up_front
     })
 }
