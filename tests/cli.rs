@@ -500,6 +500,25 @@ fn model_shows_pooled_callers() {
 }
 
 #[test]
+fn model_says_a_schema_dump_copy_is_analysed_at_its_source() {
+    let d = Dir::new("schema-dump");
+    let body = "RETURNS void LANGUAGE sql AS $$ UPDATE t SET n = n + 1 $$;\n";
+    d.write(
+        "db/migrations/001_bump.sql",
+        &format!("CREATE FUNCTION bump() {body}"),
+    )
+    .write(
+        "db/structure.sql",
+        &format!("--\n-- PostgreSQL database dump\n--\n\nCREATE FUNCTION public.bump() {body}"),
+    );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = "db/structure.sql:5:1 bump: a pg_dump schema file's copy of the definition at db/migrations/001_bump.sql:1:1, analysed there";
+    assert!(out.contains(line), "missing {line:?} in:\n{out}");
+}
+
+#[test]
 fn rust_files_are_linted_with_sql_files() {
     let d = Dir::new("rust");
     d.write("db/a.sql", GOOD).write(

@@ -191,6 +191,8 @@ pub struct RoutineEvent {
     /// A hash of the `CREATE` statement's words (0 for a `DROP`): two definitions with the
     /// same digest are one text.
     pub digest: u64,
+    /// In a `pg_dump` schema file: a copy of what the project's own sources define.
+    pub dump: bool,
 }
 
 impl RoutineEvent {
@@ -216,6 +218,9 @@ pub enum Superseded {
     /// a bundle that concatenates the per-routine sources, a migration that re-creates a
     /// routine unchanged. Findings point where it was first written.
     CopyOf(Span),
+    /// A `pg_dump` schema file's copy of a routine the run's own sources define (here, its
+    /// latest definition), which is analysed instead.
+    Dumped(Span),
 }
 
 /// Units of routines that a later `CREATE OR REPLACE` or `DROP` of the same project supersedes,
@@ -226,10 +231,27 @@ pub fn superseded<P: Eq + std::hash::Hash>(
     events: &[RoutineEvent],
     mut project: impl FnMut(FileId) -> P,
 ) -> Vec<(Span, Superseded)> {
+    // A routine of a `pg_dump` schema file that the run's own sources define (in any project:
+    // the dump is a snapshot of what they build) is analysed there, at its latest definition.
+    let mut source = std::collections::HashMap::<&str, usize>::new();
+    for (i, e) in events.iter().enumerate().filter(|(_, e)| !e.dump) {
+        source.insert(e.name.as_str(), i);
+    }
+    let copied: Vec<Option<usize>> = events
+        .iter()
+        .map(|e| {
+            e.dump
+                .then(|| source.get(e.name.as_str()).copied())
+                .flatten()
+        })
+        .collect();
     // From the end: the events after each one, latest first, by project and name.
     let mut after = std::collections::HashMap::<_, Vec<(Option<usize>, usize)>>::new();
     let mut by: Vec<Option<usize>> = vec![None; events.len()];
     for (i, e) in events.iter().enumerate().rev() {
+        if copied[i].is_some() {
+            continue;
+        }
         let later = after
             .entry((project(e.span.file), e.name.as_str()))
             .or_default();
@@ -246,7 +268,7 @@ pub fn superseded<P: Eq + std::hash::Hash>(
     // defines the fewest routines (the routine's own source, not a bundle of all of them),
     // the earliest of those, is analysed in its place.
     let mut defined_in = std::collections::HashMap::<FileId, usize>::new();
-    for e in events.iter().filter(|e| !e.dropped) {
+    for e in events.iter().filter(|e| !e.dropped && !e.dump) {
         *defined_in.entry(e.span.file).or_default() += 1;
     }
     let rank = |k: usize| (defined_in.get(&events[k].span.file).copied(), k);
@@ -265,6 +287,12 @@ pub fn superseded<P: Eq + std::hash::Hash>(
     }
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
+        if let Some(j) = copied[i] {
+            if !e.dropped {
+                out.push((e.span, Superseded::Dumped(events[j].span)));
+            }
+            continue;
+        }
         match (by[i], first[i]) {
             (None, Some(f)) => out.push((e.span, Superseded::CopyOf(events[f].span))),
             (Some(j), _) => {
@@ -311,6 +339,7 @@ mod tests {
             span: Span::new(file, at..at + 1),
             dropped: false,
             digest: RoutineEvent::digest_of(text),
+            dump: false,
         }
     }
 
@@ -350,5 +379,39 @@ mod tests {
         );
         let out = superseded(&[a.clone(), changed.clone()], |_| ());
         assert_eq!(out, [(a.span, Superseded::By(changed.span))]);
+    }
+
+    #[test]
+    fn a_schema_dump_copy_is_analysed_at_the_sources_latest_definition() {
+        // The dump sorts first and sits in another project; its text is pg_dump's own.
+        let mut dumped = def(
+            0,
+            0,
+            "CREATE FUNCTION public.debit(a integer, n integer) AS $$ $$",
+        );
+        dumped.dump = true;
+        let mut only_dumped = def(0, 10, "CREATE FUNCTION public.audit() AS $$ $$");
+        only_dumped.name = "audit".into();
+        only_dumped.dump = true;
+        let first = def(
+            1,
+            0,
+            "CREATE FUNCTION debit(a int, n int) AS $$ SELECT 1 $$",
+        );
+        let latest = def(
+            2,
+            0,
+            "CREATE OR REPLACE FUNCTION debit(a int, n int) AS $$ $$",
+        );
+        let events = [dumped.clone(), only_dumped, first.clone(), latest.clone()];
+        // The dump in a project of its own, the migrations in another.
+        let out = superseded(&events, |f| f == 0);
+        assert_eq!(
+            out,
+            [
+                (dumped.span, Superseded::Dumped(latest.span)),
+                (first.span, Superseded::By(latest.span)),
+            ]
+        );
     }
 }

@@ -66,10 +66,16 @@ pub fn extract(
                 span: step.span,
                 dropped: true,
                 digest: 0,
+                dump: false,
             });
         }
         steps.push((step, stmt.message));
     });
+    if is_schema_dump(text) {
+        for e in &mut x.out.routines {
+            e.dump = true;
+        }
+    }
     // PostgreSQL rejects a script with a quote or comment left open; the rest was read on from
     // the next line.
     if let Some((at, what)) = open.filter(|_| dialect.has_rules()) {
@@ -230,6 +236,13 @@ fn lock_outside_transaction(steps: &[(Step, usize)]) -> bool {
     })
 }
 
+/// `pg_dump`'s output (a schema file a project keeps beside its migrations, Rails'
+/// `structure.sql`): it opens with its banner.
+fn is_schema_dump(text: &str) -> bool {
+    let head = text.get(..text.len().min(400)).unwrap_or(text);
+    head.contains("-- PostgreSQL database dump")
+}
+
 impl Front {
     /// Routine bodies and `DO` blocks in `stmt` become units of their own.
     fn bodies(&mut self, src: &str, stmt: &RawStatement, facts: &Facts) {
@@ -244,6 +257,7 @@ impl Front {
                         span: Span::new(self.file, stmt.range.clone()),
                         dropped: false,
                         digest: RoutineEvent::digest_of(src.get(stmt.range.clone()).unwrap_or("")),
+                        dump: false,
                     });
                 }
                 (UnitKind::Routine, name.map(|(n, _)| n))

@@ -57,6 +57,9 @@ pub enum Skip {
     /// The same text as an earlier definition (here), which is analysed in its place: findings
     /// point where the routine was first written (a bundle of the per-routine sources).
     Copy(Span),
+    /// A copy in a `pg_dump` schema file of a routine the run's own sources define: analysed
+    /// at its latest definition there (here).
+    Dumped(Span),
     /// Statements for a database the core rules have no semantics for (SQLite, SQL Server, one
     /// txlint cannot tell): read and parsed, not analysed.
     Dialect(crate::source::Dialect),

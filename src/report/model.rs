@@ -132,6 +132,10 @@ pub fn render(run: &Run) -> String {
             }
             Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
             Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
+            Skip::Dumped(source) => format!(
+                "a pg_dump schema file's copy of the definition at {}, analysed there",
+                at(*source)
+            ),
             Skip::Copy(first) => format!(
                 "the same text as the definition at {}, analysed there",
                 at(*first)
