@@ -51,9 +51,9 @@ struct Callee<'a> {
     /// a call, the call's).
     orig: Vec<usize>,
     /// The routine's exits that leave on a decision (`IF n >= cap THEN RAISE ..`, `RETURN
-    /// NULL`), with the positions of the reads they are taken on: in a `BEFORE` trigger they
-    /// refuse the row.
-    refusals: Vec<(Span, Vec<usize>)>,
+    /// NULL`), with the positions of the reads they are taken on, and whether they leave with
+    /// an error: in a `BEFORE` trigger they refuse the row.
+    refusals: Vec<(Span, Vec<usize>, bool)>,
     /// Groups of alternative arms among the paths of `body`.
     choices: Vec<Vec<usize>>,
     /// The paths of `body` use arm numbers below this.
@@ -80,9 +80,9 @@ impl Callee<'_> {
 struct Around {
     before: Vec<Step>,
     after: Vec<Step>,
-    /// Decisions of `BEFORE` triggers that can refuse the statement: where, and the copies in
-    /// `before` (by index) they are taken on.
-    refusals: Vec<(Span, Vec<usize>)>,
+    /// Decisions of `BEFORE` triggers that can refuse the statement: where, the copies in
+    /// `before` (by index) they are taken on, and whether the refusal is an error.
+    refusals: Vec<(Span, Vec<usize>, bool)>,
     /// Groups of alternative arms of the copies (numbered apart from the caller's own).
     choices: Vec<Vec<usize>>,
 }
@@ -214,7 +214,7 @@ impl Expander<'_> {
                     .filter(|c| !c.failed && e.branch.contains(&c.branch))
                     .flat_map(|c| c.from.iter().copied())
                     .collect();
-                (!from.is_empty()).then_some((e.span, from))
+                (!from.is_empty()).then_some((e.span, from, e.fails))
             })
             .collect();
         stack.pop();
@@ -300,7 +300,7 @@ impl Expander<'_> {
                 if before {
                     a.before.extend(copies);
                     if refusals {
-                        for (span, from) in &callee.refusals {
+                        for (span, from, fails) in &callee.refusals {
                             let at: Vec<usize> = runs
                                 .iter()
                                 .enumerate()
@@ -308,7 +308,7 @@ impl Expander<'_> {
                                 .map(|(n, _)| start + n)
                                 .collect();
                             if !at.is_empty() {
-                                a.refusals.push((*span, at));
+                                a.refusals.push((*span, at, *fails));
                             }
                         }
                     }
@@ -618,7 +618,7 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>, mut arm: usize) {
                 remap_inputs(&mut c, map);
                 tx.steps.push(c);
             }
-            for (span, from) in refusals {
+            for (span, from, fails) in refusals {
                 let mut branch = step.branch.to_vec();
                 branch.push(arm);
                 conditions.push(Condition {
@@ -636,7 +636,7 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>, mut arm: usize) {
                     owner: None,
                     branch,
                     kind: ExitKind::Return,
-                    fails: false,
+                    fails,
                 });
                 arm += 1;
             }
