@@ -499,7 +499,7 @@ fn check_then_insert(w: &mut Witness, found: &Found, program: &Program) -> Resul
         ));
     }
     table_for(w, program, &[read.step, write.step], table)?;
-    let check = duplicates(table, &where_of(&read.step.facts)?, &write.step.facts);
+    let check = duplicates(table, &where_of(&read.step.facts)?, &write.step.facts, &[]);
     let both = opens(read.tx) && std::ptr::eq(read.tx, write.tx);
     let run = |w: &mut Witness, s: char| {
         begin(w, s, read.tx);
@@ -552,6 +552,20 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
         .iter()
         .flat_map(|p| p.value.idents.iter().map(|i| i.as_str()))
         .collect();
+    // An existence check meant one row per key: the calls' own values (a user id beside the
+    // checked address) do not tell its duplicates apart. (A count's cap is shown per value.)
+    let counts = read
+        .step
+        .facts
+        .extra()
+        .aggregates
+        .iter()
+        .any(|a| a == "count");
+    let varying: Vec<&str> = params
+        .iter()
+        .map(|p| p.0.as_str())
+        .filter(|p| !counts && !keys.contains(p))
+        .collect();
     let value = |param: &(String, String), session: usize| -> Result<String, String> {
         let n = if keys.contains(&param.0.as_str()) {
             0
@@ -587,7 +601,12 @@ fn routine_calls(w: &mut Witness, found: &Found, program: &Program) -> Result<()
     let columns = table_typed(w, program, &[read.step, write.step], &table, &params)?;
     let (check, shows, waits) = match write.step.facts.kind {
         StmtKind::Insert => (
-            duplicates(&table, &filters(&read.step.facts)?, &write.step.facts),
+            duplicates(
+                &table,
+                &filters(&read.step.facts)?,
+                &write.step.facts,
+                &varying,
+            ),
             "2".to_string(),
             false,
         ),
@@ -770,8 +789,9 @@ fn sample(ty: &str, n: usize) -> Option<String> {
 }
 
 /// The most rows the check's key has with the same inserted values: 2 is the duplicate the check
-/// meant to prevent (columns filled per transaction, such as `now()`, left out).
-fn duplicates(table: &str, key: &str, insert: &Facts) -> String {
+/// meant to prevent (columns filled per transaction, such as `now()`, and those given a value
+/// that differs by session, `varying`, left out).
+fn duplicates(table: &str, key: &str, insert: &Facts, varying: &[&str]) -> String {
     let per_tx = [
         "now()",
         "random",
@@ -787,6 +807,7 @@ fn duplicates(table: &str, key: &str, insert: &Facts) -> String {
             !per_tx
                 .iter()
                 .any(|f| o.text.to_ascii_lowercase().contains(f))
+                && !varying.contains(&o.text.as_str())
         })
         .map(|(c, _)| c.as_str())
         .collect();

@@ -182,6 +182,10 @@ pub struct TableDdl {
     /// requires to be NULL (`WHERE deleted_at IS NULL`). Other partial indexes, and indexes on
     /// expressions, are not keys here.
     pub partial: Vec<(Vec<String>, Vec<String>)>,
+    /// Partial unique indexes on another predicate (`WHERE is_verified IS TRUE`): the key, and
+    /// the predicate's tests as printed (lower case). They hold one row per key among the rows
+    /// that pass every test, so they settle a check that makes all of those tests.
+    pub predicated: Vec<(Vec<String>, Vec<String>)>,
     pub foreign_keys: Vec<ForeignKey>,
     /// `ALTER TABLE .. DROP CONSTRAINT name`: the constraints this statement removes.
     pub dropped: Vec<String>,

@@ -17,6 +17,9 @@ pub struct TableInfo {
     /// Partial unique keys, with the columns that must be NULL for a row to be covered (see
     /// [`TableDdl::partial`]).
     pub partial: Vec<(Vec<String>, Vec<String>)>,
+    /// Partial unique keys on other predicates, with their tests (see
+    /// [`TableDdl::predicated`]).
+    pub predicated: Vec<(Vec<String>, Vec<String>)>,
     pub foreign_keys: Vec<ForeignKey>,
     /// Where the table is created (the first statement that declared anything of it).
     pub declared: Option<Span>,
@@ -38,6 +41,11 @@ impl TableInfo {
         for p in &ddl.partial {
             if !self.partial.contains(p) {
                 self.partial.push(p.clone());
+            }
+        }
+        for p in &ddl.predicated {
+            if !self.predicated.contains(p) {
+                self.predicated.push(p.clone());
             }
         }
         for fk in &ddl.foreign_keys {
@@ -134,23 +142,30 @@ impl Schema {
     }
 
     /// As [`Schema::unique_within`], for a row written with values for `set` (columns given a
-    /// value that is not NULL): also a partial key that covers such a row (`WHERE deleted_at IS
-    /// NULL` when `deleted_at` is not among them); a partial key the row falls outside of settles
-    /// nothing for it.
-    pub fn unique_within_row<C: AsRef<str>>(
+    /// value that is not NULL) after a check that made `tests`: also a partial key that covers
+    /// such a row (`WHERE deleted_at IS NULL` when `deleted_at` is not among them); a partial key
+    /// the row falls outside of settles nothing for it. A partial key on another predicate
+    /// settles it when the check made every test of that predicate (`.. AND is_verified IS
+    /// TRUE` against `WHERE is_verified IS TRUE`): the rows the check looks for are the index's.
+    pub fn unique_within_row<C: AsRef<str>, T: AsRef<str>>(
         &self,
         table: &str,
         columns: &[C],
         set: &[&str],
+        tests: &[T],
     ) -> Option<Vec<String>> {
         self.unique_within(table, columns).or_else(|| {
             let t = self.tables.get(table)?;
-            t.partial
-                .iter()
-                .find(|(key, nulls)| {
-                    within(key, columns) && !nulls.iter().any(|n| set.contains(&n.as_str()))
+            let nulls = t.partial.iter().find(|(key, nulls)| {
+                within(key, columns) && !nulls.iter().any(|n| set.contains(&n.as_str()))
+            });
+            let tested = || {
+                t.predicated.iter().find(|(key, wants)| {
+                    within(key, columns)
+                        && wants.iter().all(|w| tests.iter().any(|t| t.as_ref() == w))
                 })
-                .map(|(key, _)| key.clone())
+            };
+            nulls.or_else(tested).map(|(key, _)| key.clone())
         })
     }
 

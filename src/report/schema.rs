@@ -39,6 +39,14 @@ pub fn render(run: &Run) -> String {
                 nulls.join(" AND ")
             );
         }
+        for (key, tests) in &t.predicated {
+            let _ = writeln!(
+                out,
+                "  unique: {} where {} (partial)",
+                list(key),
+                tests.join(" AND ")
+            );
+        }
         for fk in &t.foreign_keys {
             let _ = writeln!(
                 out,

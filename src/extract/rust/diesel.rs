@@ -994,6 +994,7 @@ pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, Tabl
                         primary_key: Some(key.take().unwrap_or_else(|| vec!["id".into()])),
                         unique: Vec::new(),
                         partial: Vec::new(),
+                        predicated: Vec::new(),
                         foreign_keys: Vec::new(),
                         dropped: Vec::new(),
                     },

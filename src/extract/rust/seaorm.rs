@@ -50,6 +50,7 @@ pub(super) fn entity_table(
         primary_key: None,
         unique: Vec::new(),
         partial: Vec::new(),
+        predicated: Vec::new(),
         foreign_keys: Vec::new(),
         dropped: Vec::new(),
     };

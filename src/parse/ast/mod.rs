@@ -169,7 +169,17 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
             };
             match (key, &i.predicate) {
                 (Some(key), None) => ddl.unique.push(key),
-                (Some(key), Some(w)) => ddl.partial.extend(null_columns(w).map(|n| (key, n))),
+                (Some(key), Some(w)) => match null_columns(w) {
+                    Some(nulls) => ddl.partial.push((key, nulls)),
+                    None => {
+                        let mut parts = Vec::new();
+                        predicates::and_parts(w, &mut parts);
+                        let tests = predicates::all_tests(w);
+                        if !tests.is_empty() && tests.len() == parts.len() {
+                            ddl.predicated.push((key, tests));
+                        }
+                    }
+                },
                 (None, _) => {}
             }
             Some(ddl)
@@ -518,7 +528,20 @@ mod tests {
             soft.partial,
             [(vec!["email".to_string()], vec!["deleted_at".to_string()])]
         );
-        let other = ddl_of("CREATE UNIQUE INDEX u ON users (email) WHERE active");
+        // Another predicate is kept as the tests it makes, each printed as a check prints it.
+        let flag =
+            ddl_of("CREATE UNIQUE INDEX u ON users (email) WHERE (verified IS TRUE) AND active");
+        assert!(flag.unique.is_empty() && flag.partial.is_empty());
+        assert_eq!(
+            flag.predicated,
+            [(
+                vec!["email".to_string()],
+                vec!["verified is true".to_string(), "active".to_string()]
+            )]
+        );
+        // A constant comparison is a filter, not a test: such a predicate is not followed.
+        let other = ddl_of("CREATE UNIQUE INDEX u ON users (email) WHERE kind = 'admin'");
         assert!(other.unique.is_empty() && other.partial.is_empty());
+        assert!(other.predicated.is_empty());
     }
 }

@@ -242,7 +242,7 @@ fn insert_unless_exists(
         return None;
     }
     let absent: Vec<&str> = e.absent.iter().map(|(c, _)| c.as_str()).collect();
-    let key = schema.unique_within_row(&table.name, &absent, &given(step));
+    let key = schema.unique_within_row(&table.name, &absent, &given(step), &[] as &[&str]);
     match (report, key) {
         (Report::Refusals, Some(key)) => return refused::one_statement(unit, step, &key),
         (Report::Refusals, None) | (Report::Races, Some(_)) => return None,
@@ -418,10 +418,10 @@ fn finding(
         })
         .map(|(c, _)| c.as_str())
         .collect();
-    if let Some(key) = cx
-        .program
-        .schema
-        .unique_within_row(table, &decided, &given(w.step))
+    if let Some(key) =
+        cx.program
+            .schema
+            .unique_within_row(table, &decided, &given(w.step), &rf.extra().tests)
     {
         return match (report, wf.kind) {
             // The code answers "it exists" with an error already: the loser's unique
