@@ -317,6 +317,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             Some(&extract::Superseded::By(by)) => Some(model::Skip::Replaced(by)),
             Some(&extract::Superseded::CopyOf(first)) => Some(model::Skip::Copy(first)),
             Some(&extract::Superseded::Dumped(source)) => Some(model::Skip::Dumped(source)),
+            None if unit.unused => Some(model::Skip::Unused),
             None if unit.test && !config.include_tests => Some(model::Skip::Test),
             None => None,
         };

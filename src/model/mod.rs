@@ -50,6 +50,8 @@ impl Program {
 pub enum Skip {
     /// Test code (see [`Unit::test`]), unless `include_tests = true`.
     Test,
+    /// Code nothing runs (see [`Unit::unused`]).
+    Unused,
     /// A routine that a later `CREATE OR REPLACE` (here) redefines.
     Replaced(Span),
     /// A routine that a later `DROP FUNCTION|PROCEDURE` (here) removes.
@@ -94,6 +96,9 @@ pub struct Unit {
     /// Test code (`#[test]`, `#[cfg(test)]`, files under `tests/` or `benches/`): the core rules
     /// skip it unless `include_tests = true`.
     pub test: bool,
+    /// A private Rust function marked `#[allow(dead_code)]` that its file never names again:
+    /// nothing runs it, so the core rules skip it.
+    pub unused: bool,
     /// Who runs the `.sql` file (see [`Runner`]); for a migration, also set on its `DO` blocks:
     /// their statements do not race with another run of themselves.
     pub runner: Option<Runner>,
@@ -122,6 +127,7 @@ impl Unit {
             choice_of: std::sync::OnceLock::new(),
             event_arms: Vec::new(),
             test: false,
+            unused: false,
             runner: None,
             params: Vec::new(),
             pooled_callers: None,

@@ -130,6 +130,10 @@ pub fn render(run: &Run) -> String {
                 "test code, skipped by the core rules (`include_tests = true` analyses it)"
                     .to_string()
             }
+            Skip::Unused => {
+                "marked `#[allow(dead_code)]` and named nowhere else in its file: nothing runs it, not analysed"
+                    .to_string()
+            }
             Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
             Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
             Skip::Dumped(source) => format!(

@@ -830,6 +830,9 @@ struct FnDef<'a> {
     span: Span,
     /// The type of the `impl` block a method is in (`impl Repo`, `impl Trait for PgPool`).
     owner: Option<&'a syn::Type>,
+    /// Marked `#[allow(dead_code)]`, private, and named nowhere else in its file (see
+    /// [`Collector::unused`]).
+    unused: bool,
 }
 
 impl FnDef<'_> {
@@ -896,13 +899,17 @@ struct Collector<'a, 'i> {
     owner: Option<&'a syn::Type>,
     /// The innermost inline `mod` around the item, if any.
     module: Option<&'a syn::Ident>,
+    /// Inside `impl Trait for Type`: its methods are called through the trait.
+    trait_impl: bool,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
         let owner = self.owner.take();
+        let unused = self.unused(&f.vis, &f.attrs, &f.sig.ident);
         self.nested(&f.attrs, |c| {
             c.add(&f.sig, &f.block, f);
+            c.mark_unused(unused);
             syn::visit::visit_item_fn(c, f)
         });
         self.owner = owner;
@@ -944,8 +951,10 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         syn::visit::visit_item_enum(self, e);
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
+        let unused = self.unused(&f.vis, &f.attrs, &f.sig.ident);
         self.nested(&f.attrs, |c| {
             c.add(&f.sig, &f.block, f);
+            c.mark_unused(unused);
             syn::visit::visit_impl_item_fn(c, f)
         });
     }
@@ -993,8 +1002,10 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             self.ix.derefs.insert(name);
         }
         let outer = self.owner.replace(&i.self_ty);
+        let in_trait = std::mem::replace(&mut self.trait_impl, i.trait_.is_some());
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
         self.owner = outer;
+        self.trait_impl = in_trait;
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
         self.constant(&c.ident, &c.ty, &c.expr);
@@ -1029,6 +1040,17 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
                 .insert(name.to_string(), (kind, dialect, shares));
         }
     }
+}
+
+/// How often `word` occurs in `text` as a whole identifier.
+fn words(text: &str, word: &str) -> usize {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(word)
+        .filter(|(at, _)| {
+            !ident(text[..*at].chars().next_back())
+                && !ident(text[at + word.len()..].chars().next())
+        })
+        .count()
 }
 
 /// The statics of a `lazy_static! { static ref NAME: Type = ..; }` block, read as plain
@@ -1121,6 +1143,27 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
+    /// A private function (not a trait's method) its authors mark `#[allow(dead_code)]` whose
+    /// name its file never mentions again: kept, but nothing runs it (a private item is seen
+    /// only in its module).
+    fn unused(&self, vis: &syn::Visibility, attrs: &[syn::Attribute], name: &syn::Ident) -> bool {
+        let allows_dead = attrs.iter().any(|a| {
+            a.path().is_ident("allow")
+                && matches!(&a.meta, syn::Meta::List(l) if l.tokens.to_string().contains("dead_code"))
+        });
+        matches!(vis, syn::Visibility::Inherited)
+            && !self.trait_impl
+            && allows_dead
+            && words(&self.ix.parsed[self.file].text, &name.to_string()) == 1
+    }
+
+    /// Set [`FnDef::unused`] on the function just added.
+    fn mark_unused(&mut self, unused: bool) {
+        if let Some(f) = self.ix.fns.last_mut() {
+            f.unused = unused;
+        }
+    }
+
     /// A static that holds a database handle: indexed by name.
     fn handle_static(&mut self, name: &syn::Ident, ty: &syn::Type) {
         if let Some(kind) = types::of_type(ty, &self.ix.config.rust) {
@@ -1156,6 +1199,7 @@ impl<'a> Collector<'a, '_> {
             block,
             span: p.span(node),
             owner: self.owner,
+            unused: false,
         });
         self.ix
             .by_name
@@ -1194,6 +1238,7 @@ impl<'a> Index<'a> {
                 in_dialect: None,
                 owner: None,
                 module: None,
+                trait_impl: false,
             }
             .visit_file(&p.ast);
         }

@@ -84,6 +84,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             .collect();
         transactions.sort_by_key(|t| t.steps[0].seq);
         let mut unit = Unit::new(UnitKind::RustFn, Some(f.name.clone()), f.span);
+        unit.unused = f.unused;
         unit.transactions = transactions;
         unit.exits = self
             .exits
