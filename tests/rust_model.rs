@@ -1099,3 +1099,66 @@ async fn lazy() {
     let lazy = unit(&run.program.units, "lazy");
     assert_eq!(shape(lazy), vec![(Explicit, Transaction, 1)]);
 }
+
+#[test]
+fn a_field_of_self_is_typed_by_its_own_struct_not_by_another_structs_field_of_that_name() {
+    // `Store::inner` is a connection; `Tx::inner` is a wrapper txlint does not know. A lock
+    // through `self.inner` in `Tx`'s methods is on whatever `Tx` wraps, not on a connection
+    // in autocommit.
+    let src = r#"
+pub struct Store { inner: sqlx::PgConnection }
+pub struct Tx<C> { inner: WithTransaction<C> }
+impl<C> Tx<C> {
+    async fn lock(&self) {
+        sqlx::query("SELECT pg_advisory_xact_lock(1)").execute(&self.inner).await;
+    }
+}
+impl Store {
+    async fn lock(&mut self) {
+        sqlx::query("SELECT pg_advisory_xact_lock(2)").execute(&mut self.inner).await;
+    }
+}
+"#;
+    let u = units(src, "");
+    let shapes: Vec<_> = u.iter().map(shape).collect();
+    assert_eq!(
+        shapes,
+        vec![
+            vec![(Scope::Unknown, Executor::Unknown, 1)],
+            vec![(Scope::Autocommit, Executor::Connection, 1)],
+        ]
+    );
+}
+
+#[test]
+fn a_query_builder_goes_on_through_blocks_and_both_arms_of_an_if() {
+    use txlint::model::StmtKind;
+    let src = r#"
+async fn claim(pool: &sqlx::PgPool, mark: bool) {
+    let mut qb = QueryBuilder::<Postgres>::new("WITH s AS (SELECT id FROM jobs WHERE status = ");
+    qb.push_bind("pending");
+    {
+        qb.push(" FOR UPDATE SKIP LOCKED) ");
+    }
+    if mark {
+        qb.push("UPDATE jobs SET status = ");
+        qb.push_bind("processing");
+    } else {
+        qb.push("UPDATE jobs SET claimed = true, status = ");
+        qb.push_bind("claimed");
+    }
+    qb.push(" FROM s WHERE jobs.id = s.id RETURNING *");
+    qb.build().fetch_all(pool).await;
+}
+"#;
+    let u = units(src, "");
+    let kinds: Vec<_> = steps(unit(&u, "claim"))
+        .iter()
+        .map(|(_, s)| (s.facts.kind, s.facts.parsed))
+        .collect();
+    // One statement per arm, each the whole claim: the lock and the update it was taken for.
+    assert_eq!(
+        kinds,
+        vec![(StmtKind::Update, true), (StmtKind::Update, true)]
+    );
+}

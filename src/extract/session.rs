@@ -46,6 +46,14 @@ impl SessionWalker {
         }
     }
 
+    /// The open transaction was opened under an exclusive in-process lock (see
+    /// [`Transaction::guard`]).
+    pub fn set_guard(&mut self, lock: crate::model::Name) {
+        if let Some(tx) = &mut self.open {
+            tx.set_guard(lock);
+        }
+    }
+
     /// A transaction opened by host code (`pool.begin()` within the branch arms `within`, or
     /// by the caller when `begin` is `None`): everything sent runs inside it.
     pub fn host_transaction(begin: Option<Span>, within: &[usize]) -> Self {

@@ -462,6 +462,8 @@ struct Bounds {
     end: Option<Span>,
     /// The branch arms enclosing the place host code opens it (see [`Step::branch`]).
     within: List<usize>,
+    /// An exclusive in-process lock it is opened under (see [`Transaction::guard`]).
+    guard: Option<Name>,
 }
 
 /// A transaction's steps in program order. Most transactions are one autocommit statement:
@@ -489,6 +491,18 @@ impl Transaction {
         if !branch.is_empty() {
             self.bounds.get_or_insert_with(Box::default).within = branch.into();
         }
+    }
+
+    /// The exclusive in-process lock (a `Mutex`, an `RwLock`'s write side) whose guard held the
+    /// database handle this transaction was opened on (`let inner = self.inner.write().await;
+    /// inner.db.begin()`), named by the lock (`Controller.inner`): the process keeps its handle
+    /// behind the lock, so two transactions opened under one such lock never overlap.
+    pub fn guard(&self) -> Option<&str> {
+        self.bounds.as_ref().and_then(|b| b.guard.as_deref())
+    }
+
+    pub fn set_guard(&mut self, lock: Name) {
+        self.bounds.get_or_insert_with(Box::default).guard = Some(lock);
     }
 
     pub fn set_begin(&mut self, at: Option<Span>) {

@@ -79,9 +79,13 @@ pub fn render(run: &Run) -> String {
                 Isolation::RepeatableRead => ", repeatable read",
                 Isolation::Serializable => ", serializable",
             };
+            let guard = tx
+                .guard()
+                .map(|g| format!(", under the lock `{g}`"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {} via {}{iso}",
+                "  {} via {}{iso}{guard}",
                 scope(tx.scope),
                 executor(tx.executor)
             );

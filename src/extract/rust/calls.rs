@@ -150,6 +150,13 @@ impl<'a> Walker<'a, '_> {
                 | "unwrap" | "expect",
                 Value::Handle(_),
             ) => receiver,
+            // `self.inner.write().await`, `state.lock().unwrap()`: an exclusive lock's guard.
+            ("write" | "lock" | "write_owned" | "lock_owned", Value::None | Value::Object(_))
+                if m.args.is_empty() =>
+            {
+                Value::Guard(self.lock_name(&m.receiver))
+            }
+            ("unwrap" | "expect", Value::Guard(_)) => receiver,
             // `POOL.get()`, `POOL.get_or_init(connect).await` of a `OnceCell<PgPool>`.
             ("get" | "get_or_init" | "get_or_try_init" | "wait", Value::Handle(_))
                 if self.is_once_static(&m.receiver) =>

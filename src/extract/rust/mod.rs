@@ -855,9 +855,12 @@ struct Index<'a> {
     consts: Vec<(usize, &'a syn::Expr)>,
     /// Indices into `consts` by name.
     const_names: HashMap<String, Vec<usize>>,
-    /// Struct fields that hold handles: their kind and the database they talk to.
-    /// Handle fields by name: kind, database, and whether transactions are of the type too.
+    /// Handle fields by name, whatever struct they are of: kind, database, and whether
+    /// transactions are of the type too (used where the struct is not known).
     fields: HashMap<String, (Executor, Option<Dialect>, bool)>,
+    /// The run's structs with named fields, by name (and file): `self.field` is typed by the
+    /// method's own struct.
+    structs: HashMap<String, Vec<(usize, &'a syn::ItemStruct)>>,
     /// Statics that hold a handle (`static POOL: OnceCell<PgPool>`, `lazy_static!`'s `static
     /// ref`), by name: kind, database, and whether it is a once-cell (its `get` is the handle).
     statics: HashMap<String, (Executor, Option<Dialect>, bool)>,
@@ -922,6 +925,14 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         {
             let handle = (kind, types::dialect_of_type(&f.ty));
             self.ix.handle_structs.insert(s.ident.to_string(), handle);
+        }
+        if matches!(s.fields, syn::Fields::Named(_)) {
+            let here = (self.file, s);
+            self.ix
+                .structs
+                .entry(s.ident.to_string())
+                .or_default()
+                .push(here);
         }
         if let Some(row) = diesel::insertable(s) {
             self.ix.insertables.insert(s.ident.to_string(), row);
@@ -1219,6 +1230,7 @@ impl<'a> Index<'a> {
             consts: Vec::new(),
             const_names: HashMap::new(),
             fields: HashMap::new(),
+            structs: HashMap::new(),
             statics: HashMap::new(),
             handle_structs: HashMap::new(),
             entity_tables: HashMap::new(),
@@ -1243,6 +1255,21 @@ impl<'a> Index<'a> {
             .visit_file(&p.ast);
         }
         ix
+    }
+
+    /// The declared type of field `field` of the struct `owner` names (`impl Tx { .. self.inner
+    /// }`): the struct in `file`, else the only one of that name in the run. `None`: no such
+    /// struct, or it has no such field.
+    fn field_type(&self, owner: &syn::Type, field: &str, file: usize) -> Option<&'a syn::Type> {
+        let all = self.structs.get(&types::type_name(owner)?)?;
+        let (_, s) = match all.as_slice() {
+            [one] => one,
+            many => many.iter().find(|(f, _)| *f == file)?,
+        };
+        s.fields
+            .iter()
+            .find(|f| f.ident.as_ref().is_some_and(|i| i == field))
+            .map(|f| &f.ty)
     }
 
     /// The function a call names: one in the caller's file first, else the only one anywhere.
@@ -1443,6 +1470,10 @@ impl Sql {
     }
 
     fn concat(mut self, other: Sql) -> Sql {
+        // Each text it may be goes on the same way (`if a { b.push(x) } else { b.push(y) };
+        // b.push(rest)`).
+        let alts = std::mem::take(&mut self.alts);
+        self.alts = alts.into_iter().map(|a| a.concat(other.clone())).collect();
         let at = self.text.len();
         self.text += &other.text;
         self.template |= other.template;
@@ -1480,6 +1511,9 @@ enum Value {
     Closure(usize),
     /// A diesel query builder chain (see `diesel.rs`).
     Diesel(Box<diesel::Query>),
+    /// The guard of an exclusive in-process lock (`self.inner.write().await`, `m.lock()`),
+    /// named by the lock (`Controller.inner`): handles reached through it are used under it.
+    Guard(crate::model::Name),
 }
 
 /// A closure held for the function it was handed to: its syntax, the variables it sees and
@@ -1513,6 +1547,10 @@ struct Walker<'a, 'w> {
     sessions: Vec<Session>,
     /// Sessions of `self.<field>` connections.
     field_sessions: HashMap<String, Handle>,
+    /// The text variables the last branch arm walked built on (see [`Walker::in_arm`]).
+    arm_sql: Vec<(String, Sql)>,
+    /// Handles (by session walker) reached through an exclusive lock's guard, with the lock.
+    guarded: HashMap<usize, crate::model::Name>,
     /// Values returned by the functions being walked in place, innermost last.
     returned: Vec<Vec<Value>>,
     /// Closures handed to functions of the run (see [`Value::Closure`]).

@@ -22,6 +22,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             ],
             sessions: Vec::new(),
             field_sessions: HashMap::new(),
+            arm_sql: Vec::new(),
+            guarded: HashMap::new(),
             returned: Vec::new(),
             closures: Vec::new(),
             seq: 0,
@@ -240,6 +242,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         };
         self.walkers
             .push(SessionWalker::host_transaction(Some(at), &self.branch));
+        if let (Some(lock), Some(w)) = (self.guarded.get(&parent.walker), self.walkers.last_mut()) {
+            w.set_guard(lock.clone());
+        }
         Handle {
             kind: Executor::Transaction,
             walker: self.walkers.len() - 1,
@@ -281,7 +286,21 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.walkers[*w].end(None);
             }
         }
-        self.vars = outer;
+        // The block's own names go; text built on an outer variable (`{ qb.push(..) }`) stays.
+        let mut declared = Vec::new();
+        for stmt in &block.stmts {
+            if let syn::Stmt::Local(l) = stmt {
+                collect_idents(&l.pat, &mut declared);
+            }
+        }
+        let inner = std::mem::replace(&mut self.vars, outer);
+        for (name, v) in inner {
+            if let (Value::Sql(_), Some(Value::Sql(_))) = (&v, self.vars.get(&name))
+                && !declared.contains(&name)
+            {
+                self.vars.insert(name, v);
+            }
+        }
         tail
     }
 
@@ -668,6 +687,18 @@ impl<'a, 'w> Walker<'a, 'w> {
                 w.reopen(m);
             }
         }
+        // What the arm built on text it found (a query builder's pushes): the caller of an
+        // `if`/`else` keeps each arm's text as an alternative.
+        self.arm_sql = self
+            .vars
+            .iter()
+            .filter_map(|(name, v)| match (v, outer.get(name)) {
+                (Value::Sql(now), Some(Value::Sql(was))) if now.text != was.text => {
+                    Some((name.clone(), now.clone()))
+                }
+                _ => None,
+            })
+            .collect();
         self.vars = outer;
         self.branch.pop();
         r
@@ -808,6 +839,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     }
                     w.with_backend(backend, |w| w.block_value(&i.then_branch))
                 });
+                let then_sql = std::mem::take(&mut self.arm_sql);
                 let Some((_, other)) = &i.else_branch else {
                     return Value::None;
                 };
@@ -815,6 +847,12 @@ impl<'a, 'w> Walker<'a, 'w> {
                     let v = w.expr(other);
                     w.or_data(v, other)
                 });
+                // `if a { q.push("UPDATE ..") } else { q.push("DELETE ..") }`: both texts go on.
+                for (name, b) in std::mem::take(&mut self.arm_sql) {
+                    if let Some((_, a)) = then_sql.iter().find(|(n, _)| *n == name) {
+                        self.vars.insert(name, Value::Sql(a.clone().or(b)));
+                    }
+                }
                 // `let row = if let Some(r) = found { r.update(tx)? } else { new.insert(tx)? }`:
                 // the rows of the arms, not the condition's.
                 match (then, other) {
@@ -1110,6 +1148,21 @@ impl<'a, 'w> Walker<'a, 'w> {
         Some(h)
     }
 
+    /// A lock named as code of any method of its type names it: `self.inner` in a method of
+    /// `Controller` is `Controller.inner`.
+    pub(super) fn lock_name(&self, e: &syn::Expr) -> crate::model::Name {
+        let text: String = self.source_of(e).split_whitespace().collect();
+        let owner = self
+            .stack
+            .last()
+            .and_then(|&i| self.ix.fns[i].owner)
+            .and_then(types::type_name);
+        match (text.strip_prefix("self."), owner) {
+            (Some(rest), Some(owner)) => format!("{owner}.{rest}").into(),
+            _ => text.into(),
+        }
+    }
+
     /// A once-cell static that holds a handle (`POOL` of `static POOL: OnceCell<PgPool>`): its
     /// `get` is the handle itself.
     pub(super) fn is_once_static(&self, e: &syn::Expr) -> bool {
@@ -1126,13 +1179,36 @@ impl<'a, 'w> Walker<'a, 'w> {
         let syn::Member::Named(name) = &f.member else {
             return base;
         };
+        let v = self.field_of(f, name);
+        // `inner.db` of `let inner = self.inner.write().await`: the handle is used under the lock.
+        if let (Value::Guard(lock), Value::Handle(h)) = (&base, &v) {
+            self.guarded.insert(h.walker, lock.clone());
+        }
+        v
+    }
+
+    fn field_of(&mut self, f: &syn::ExprField, name: &syn::Ident) -> Value {
         let name = name.to_string();
         if let Some(h) = self.field_sessions.get(&name) {
             return Value::Handle(*h);
         }
-        let (kind, dialect, shares) = match self.ix.fields.get(&name) {
-            Some(&(kind, dialect, shares)) => (Some(kind), dialect, shares),
-            None => (types::of_variable_name(&name), None, false),
+        // `self.inner` in a method: the field its own struct declares, when the run has it.
+        let own = match &*f.base {
+            syn::Expr::Path(p) if p.path.is_ident("self") => self
+                .stack
+                .last()
+                .and_then(|&i| self.ix.fns[i].owner)
+                .and_then(|o| self.ix.field_type(o, &name, self.file)),
+            _ => None,
+        };
+        let (kind, dialect, shares) = match (own, self.ix.fields.get(&name)) {
+            (Some(ty), _) => (
+                types::of_type(ty, &self.ix.config.rust),
+                types::dialect_of_type(ty),
+                types::shares_transactions(ty),
+            ),
+            (None, Some(&(kind, dialect, shares))) => (Some(kind), dialect, shares),
+            (None, None) => (types::of_variable_name(&name), None, false),
         };
         match kind {
             Some(kind) => {
