@@ -21,7 +21,7 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     let g = lockgraph::build(cx.program);
-    for cycle in &g.cycles {
+    for cycle in g.cycles.iter().filter(|c| !one_guard(&g, c)) {
         out.push(cycle_diagnostic(cx, &g, cycle));
     }
     for &span in &g.limited {
@@ -36,11 +36,11 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             ),
         ));
     }
-    for t in &g.txs {
+    for t in g.txs.iter().filter(|t| t.tx.guard().is_none()) {
         self_inversion(cx, &g, t, out);
     }
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
-        for tx in &unit.transactions {
+        for tx in unit.transactions.iter().filter(|t| t.guard().is_none()) {
             for (i, step) in tx.steps.iter().enumerate() {
                 upsert::unordered(cx, tx, &tx.steps[..i], step, out);
             }
@@ -142,7 +142,8 @@ fn unordered_loop(cx: &Context, unit: &Unit, out: &mut Vec<Diagnostic>) {
     let held = unit
         .transactions
         .iter()
-        .filter(|t| matches!(t.scope, Scope::Explicit | Scope::File | Scope::Caller));
+        .filter(|t| matches!(t.scope, Scope::Explicit | Scope::File | Scope::Caller))
+        .filter(|t| t.guard().is_none());
     // One finding per loop, at its first lock; the loop's other locks are labels on it.
     let mut found: Vec<(Span, Diagnostic)> = Vec::new();
     for tx in held {
@@ -304,6 +305,14 @@ fn loop_lock(
             .help(help),
         ))
     }
+}
+
+/// Every transaction of the cycle is opened under one exclusive in-process lock (see
+/// [`Transaction::guard`]): they run one at a time, and no two can hold and wait for each other.
+fn one_guard(g: &LockGraph, cycle: &[usize]) -> bool {
+    let guard = |e: &usize| g.txs[g.edges[*e].tx].tx.guard();
+    let first = cycle.first().and_then(guard);
+    first.is_some() && cycle.iter().all(|e| guard(e) == first)
 }
 
 fn unit_name(g: &LockGraph, tx: usize) -> String {
