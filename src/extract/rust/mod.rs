@@ -1310,6 +1310,16 @@ impl<'a> Index<'a> {
 
     /// The one-column primary key of `table` as Rust declares it (`table!`, a sea-orm entity's
     /// model), else `id`.
+    /// Every column of the table's primary key (`#[sea_orm(primary_key)]` on two fields is one
+    /// composite key), else `id`.
+    fn primary_keys(&self, table: &str) -> Vec<String> {
+        let declared = self.tables.values().find(|d| d.table == table);
+        match declared.and_then(|d| d.primary_key.clone()) {
+            Some(keys) if !keys.is_empty() => keys,
+            _ => vec!["id".to_string()],
+        }
+    }
+
     fn primary_key(&self, table: &str) -> &str {
         let declared = self.tables.values().find(|d| d.table == table);
         match declared.and_then(|d| d.primary_key.as_deref()) {

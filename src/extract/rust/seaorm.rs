@@ -178,7 +178,7 @@ impl Walker<'_, '_> {
         }
         let table = &segs[n - 2].ident;
         let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
-        let key = self.ix.primary_key(&q.table).to_string();
+        let keys = self.ix.primary_keys(&q.table);
         for f in &s.fields {
             let syn::Member::Named(name) = &f.member else {
                 continue;
@@ -188,8 +188,9 @@ impl Walker<'_, '_> {
             };
             let value = self.part(v);
             let column = self.seaorm_column_name(&q.table, &name.to_string());
-            if column == key {
-                q.filters.push(Cond::key_is(&key, value, self.span(name)));
+            if keys.contains(&column) {
+                q.filters
+                    .push(Cond::key_is(&column, value, self.span(name)));
             } else {
                 q.sets.push((
                     Column {
@@ -225,16 +226,20 @@ impl Walker<'_, '_> {
         }
         let mut q = Query::new(Kind::Update, self.seaorm_table(table), self.span(table));
         let key = self.ix.primary_key(&q.table).to_string();
-        let value = match self.seaorm_found_key(base) {
-            Some((_, k)) => self.bound(k),
-            None => {
-                let mut value = self.bound(base);
-                value.text = self.resolved(format!("{}.{key}", value.text));
-                value
-            }
-        };
-        q.filters
-            .push(Cond::key_is(&key, Part::Param(value), self.span(init)));
+        if let Some((_, k)) = self.seaorm_found_key(base) {
+            let value = self.bound(k);
+            q.filters
+                .push(Cond::key_is(&key, Part::Param(value), self.span(init)));
+            return Some(Value::Diesel(Box::new(q)));
+        }
+        // The row's own key values, every column of a composite key (`model.org_id`,
+        // `model.incident_id`).
+        for key in self.ix.primary_keys(&q.table) {
+            let mut value = self.bound(base);
+            value.text = self.resolved(format!("{}.{key}", value.text));
+            q.filters
+                .push(Cond::key_is(&key, Part::Param(value), self.span(init)));
+        }
         Some(Value::Diesel(Box::new(q)))
     }
 
