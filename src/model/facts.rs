@@ -39,6 +39,9 @@ pub struct Facts {
     /// Computes values in key order (`LEAST(..)`, `GREATEST(..)`): keys assigned from it are
     /// sorted.
     pub orders: bool,
+    /// Computes a value no other call can have (`gen_random_uuid()`, `uuidv7()`,
+    /// `uuid_generate_v4()`, `nextval(..)`): a key assigned from it is this run's own.
+    pub fresh: bool,
     /// Selects its rows from a set of keys: `= ANY(..)`, `IN (..)`, `unnest(..)`.
     pub key_set: bool,
     /// Joins a list of keys as a table of its own top level (`FROM unnest($1) AS k(id)`, `JOIN

@@ -602,6 +602,17 @@ impl Reader<'_> {
             if (c.is(i, "least") || c.is(i, "greatest")) && c.punct(i + 1, "(") {
                 f.orders = true;
             }
+            const FRESH: [&str; 6] = [
+                "gen_random_uuid",
+                "uuidv7",
+                "uuidv4",
+                "uuid_generate_v4",
+                "uuid_generate_v7",
+                "nextval",
+            ];
+            if FRESH.iter().any(|g| c.is(i, g)) && c.punct(i + 1, "(") {
+                f.fresh = true;
+            }
             // A list of keys, not a subquery (whose rows follow the plan of the subquery).
             if (c.is(i, "any") || c.is(i, "in") || c.is(i, "unnest"))
                 && c.punct(i + 1, "(")

@@ -398,12 +398,18 @@ impl Reader<'_> {
                 if let Some(name) = self.word(i) {
                     self.out.declared.push(name);
                 }
-                // `n int := (SELECT count(*) FROM t)`: an initializer that queries is a read.
+                // `n int := (SELECT count(*) FROM t)`: an initializer that queries is a read;
+                // one that calls a function or names a variable (`id uuid := gen_random_uuid()`,
+                // `db text := id`) is an assignment, as in the body.
                 let init = self
                     .find_punct(i + 1, end, ":=")
                     .or_else(|| self.find(i + 1, end, &["default"]));
                 if let Some(op) = init
-                    && (op + 1..end).any(|j| self.is(j, "select"))
+                    && (op + 1..end).any(|j| {
+                        self.is(j, "select")
+                            || (self.t[j].kind == Kind::Word
+                                && !["null", "true", "false"].iter().any(|w| self.is(j, w)))
+                    })
                 {
                     let target = self.word(i).unwrap_or_default();
                     self.emit(op + 1, end, "SELECT ", None, vec![target]);

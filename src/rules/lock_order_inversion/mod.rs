@@ -444,6 +444,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
                 || differing
                     .iter()
                     .all(|&i| a_key[i].ordered && b_key[i].ordered)
+                || differing.iter().any(|&i| a_key[i].fresh || b_key[i].fresh)
             {
                 continue;
             }
@@ -610,6 +611,20 @@ fn assigned_before<'t>(tx: &'t Transaction, step: &Step, var: &Name) -> Option<&
         .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var))
 }
 
+/// A PL/pgSQL variable whose value this run made (`revision uuid := uuidv7()`, also through
+/// another variable: `db text := revision`): no concurrent run can hold that key, so none
+/// locks it in another order.
+fn fresh_var(tx: &Transaction, step: &Step, var: &Name, depth: usize) -> bool {
+    let Some(s) = assigned_before(tx, step, var) else {
+        return false;
+    };
+    let f = &s.facts;
+    f.fresh
+        || (depth < 4
+            && f.reads.is_empty()
+            && matches!(f.extra().uses.as_slice(), [v] if v != var && fresh_var(tx, s, v, depth + 1)))
+}
+
 /// One column of the key a statement locks its row by.
 struct KeyPart {
     column: String,
@@ -621,6 +636,8 @@ struct KeyPart {
     ordered: bool,
     /// For an ordered part, the values it was put in order from, comparable with `value`.
     sources: Vec<String>,
+    /// A value this run made itself (see [`fresh_var`]): no other run passes it.
+    fresh: bool,
 }
 
 /// The whole key a statement locks its row by (`tenant_id = $1 AND id = $2` is one row), when
@@ -647,6 +664,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 sources: bound
                     .map(|i| i.sources.iter().map(|s| format!("host:{s}")).collect())
                     .unwrap_or_default(),
+                fresh: false,
             }
         } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
             let var = &p.value.idents[0];
@@ -665,6 +683,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                     }
                     _ => Vec::new(),
                 },
+                fresh: fresh_var(tx, step, var, 0),
             }
         } else {
             KeyPart {
@@ -673,6 +692,7 @@ fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 shown: p.value.text.to_string(),
                 ordered: orders,
                 sources: Vec::new(),
+                fresh: p.value.idents.is_empty() && step.facts.fresh,
             }
         };
         parts.push(part);
