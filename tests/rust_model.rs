@@ -1162,3 +1162,27 @@ async fn claim(pool: &sqlx::PgPool, mark: bool) {
         vec![(StmtKind::Update, true), (StmtKind::Update, true)]
     );
 }
+
+#[test]
+fn a_sea_orm_migrations_up_runs_once() {
+    let src = r#"
+pub struct Migration;
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        let db = manager.get_connection();
+        db.execute_unprepared("UPDATE parts SET data_text = encode(data, 'hex') WHERE id IN (SELECT id FROM parts WHERE data_text IS NULL LIMIT 1000)").await?;
+        Ok(())
+    }
+}
+impl Migration {
+    async fn up(&self, db: &sqlx::PgPool) {
+        sqlx::query("UPDATE parts SET n = n + 1").execute(db).await;
+    }
+}
+"#;
+    let u = units(src, "");
+    let once: Vec<bool> = u.iter().map(|u| u.runs_once()).collect();
+    // Only the migration trait's `up`: an inherent method of the same name is application code.
+    assert_eq!(once, vec![true, false]);
+}

@@ -187,8 +187,10 @@ impl Unit {
     /// The unit's own statements run once per database (a migration's script or `DO` block),
     /// not as a code path that runs concurrently with itself.
     pub fn runs_once(&self) -> bool {
-        matches!(self.kind, UnitKind::Script | UnitKind::DoBlock)
-            && self.runner.is_some_and(|r| r.migration)
+        matches!(
+            self.kind,
+            UnitKind::Script | UnitKind::DoBlock | UnitKind::RustFn
+        ) && self.runner.is_some_and(|r| r.migration)
     }
 
     /// Take out the statements for databases the core rules have no semantics for, as a unit

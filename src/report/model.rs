@@ -52,7 +52,7 @@ pub fn render(run: &Run) -> String {
             UnitKind::RustFn => "fn",
         };
         let runner = match (unit.kind, unit.runner) {
-            (UnitKind::Script | UnitKind::QueryFile, Some(r)) => {
+            (UnitKind::Script | UnitKind::QueryFile | UnitKind::RustFn, Some(r)) => {
                 format!(" ({}, from {}: runs {})", r.name, r.evidence, r.runs)
             }
             (UnitKind::DoBlock, Some(r)) => {

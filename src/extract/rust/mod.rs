@@ -833,6 +833,8 @@ struct FnDef<'a> {
     /// Marked `#[allow(dead_code)]`, private, and named nowhere else in its file (see
     /// [`Collector::unused`]).
     unused: bool,
+    /// A migration's `up`/`down` (sea-orm's `MigrationTrait`): applied once per database.
+    migration: bool,
 }
 
 impl FnDef<'_> {
@@ -902,8 +904,9 @@ struct Collector<'a, 'i> {
     owner: Option<&'a syn::Type>,
     /// The innermost inline `mod` around the item, if any.
     module: Option<&'a syn::Ident>,
-    /// Inside `impl Trait for Type`: its methods are called through the trait.
-    trait_impl: bool,
+    /// Inside `impl Trait for Type` (the trait's name): its methods are called through the
+    /// trait.
+    impl_trait: Option<String>,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
@@ -963,9 +966,16 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
         let unused = self.unused(&f.vis, &f.attrs, &f.sig.ident);
+        // sea-orm's `impl MigrationTrait for Migration { async fn up(..) }`: run once, by the
+        // migrator.
+        let migration = self.impl_trait.as_deref() == Some("MigrationTrait")
+            && matches!(f.sig.ident.to_string().as_str(), "up" | "down");
         self.nested(&f.attrs, |c| {
             c.add(&f.sig, &f.block, f);
             c.mark_unused(unused);
+            if let Some(d) = c.ix.fns.last_mut() {
+                d.migration = migration;
+            }
             syn::visit::visit_impl_item_fn(c, f)
         });
     }
@@ -1013,10 +1023,11 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             self.ix.derefs.insert(name);
         }
         let outer = self.owner.replace(&i.self_ty);
-        let in_trait = std::mem::replace(&mut self.trait_impl, i.trait_.is_some());
+        let name = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
+        let in_trait = std::mem::replace(&mut self.impl_trait, name.map(|s| s.ident.to_string()));
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
         self.owner = outer;
-        self.trait_impl = in_trait;
+        self.impl_trait = in_trait;
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
         self.constant(&c.ident, &c.ty, &c.expr);
@@ -1163,7 +1174,7 @@ impl<'a> Collector<'a, '_> {
                 && matches!(&a.meta, syn::Meta::List(l) if l.tokens.to_string().contains("dead_code"))
         });
         matches!(vis, syn::Visibility::Inherited)
-            && !self.trait_impl
+            && self.impl_trait.is_none()
             && allows_dead
             && words(&self.ix.parsed[self.file].text, &name.to_string()) == 1
     }
@@ -1211,6 +1222,7 @@ impl<'a> Collector<'a, '_> {
             span: p.span(node),
             owner: self.owner,
             unused: false,
+            migration: false,
         });
         self.ix
             .by_name
@@ -1250,7 +1262,7 @@ impl<'a> Index<'a> {
                 in_dialect: None,
                 owner: None,
                 module: None,
-                trait_impl: false,
+                impl_trait: None,
             }
             .visit_file(&p.ast);
         }

@@ -87,6 +87,15 @@ impl<'a, 'w> Walker<'a, 'w> {
         transactions.sort_by_key(|t| t.steps[0].seq);
         let mut unit = Unit::new(UnitKind::RustFn, Some(f.name.clone()), f.span);
         unit.unused = f.unused;
+        if f.migration {
+            unit.runner = Some(crate::model::Runner {
+                name: "sea-orm migration",
+                evidence: "`impl MigrationTrait for ..`",
+                runs: "once per database, by the migrator",
+                migration: true,
+                called: None,
+            });
+        }
         unit.transactions = transactions;
         unit.exits = self
             .exits
