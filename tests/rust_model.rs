@@ -23,6 +23,15 @@ fn shape(u: &Unit) -> Vec<(Scope, Executor, usize)> {
         .collect()
 }
 
+/// (name, why) of each unit set aside.
+fn skipped(run: &txlint::Run) -> Vec<(&str, txlint::model::Skip)> {
+    run.program
+        .skipped
+        .iter()
+        .map(|(u, why)| (u.name.as_deref().unwrap_or(""), *why))
+        .collect()
+}
+
 fn steps(u: &Unit) -> Vec<(&Transaction, &Step)> {
     u.transactions
         .iter()
@@ -420,12 +429,7 @@ async fn mixed(lite: &sqlx::SqlitePool, pg: &sqlx::PgPool) {
         .map(|u| (u.name.as_deref().unwrap(), steps(u).len()))
         .collect();
     assert_eq!(kept, vec![("pg", 1), ("mixed", 1)]);
-    let skipped: Vec<_> = run
-        .program
-        .skipped
-        .iter()
-        .map(|(u, why)| (u.name.as_deref().unwrap(), *why))
-        .collect();
+    let skipped = skipped(&run);
     assert_eq!(
         skipped,
         vec![
@@ -1079,12 +1083,7 @@ async fn lazy() {
 }
 "#;
     let run = txlint::check_source("lib.rs", src, &Config::default());
-    let skipped: Vec<_> = run
-        .program
-        .skipped
-        .iter()
-        .map(|(u, why)| (u.name.as_deref().unwrap(), *why))
-        .collect();
+    let skipped = skipped(&run);
     assert_eq!(skipped, vec![("lite", Skip::Dialect(Dialect::Sqlite))]);
     use Executor::*;
     use Scope::*;
