@@ -71,6 +71,8 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
                 .map(|u| u.to_ascii_lowercase().to_string()),
         )
         .collect();
+    // The tables whose rows `step` writes or locks.
+    let touched: Vec<&TableRef> = step.facts.writes.iter().chain(&step.facts.reads).collect();
     before.iter().any(|g| {
         let f = &g.facts;
         if !step.branch.starts_with(&g.branch) {
@@ -83,51 +85,42 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
                 (p.value.params.is_empty() && p.value.idents.is_empty())
                     || used.contains(&value_key(&p.value, g))
             });
+        // The table of the one row it locks: an `UPDATE`'s, or a locking read's only table.
+        let t = match (&f.reads[..], f.kind) {
+            (_, StmtKind::Update) => f.writes.first(),
+            ([t], _) => Some(t),
+            _ => None,
+        };
         // The row is named by a unique key whose values `step` uses (`WHERE id = $1 AND
         // deleted_at IS NULL`): other conditions only decide whether it is locked at all.
         let pinned = || {
-            let t = match (&f.reads[..], f.kind) {
-                (_, StmtKind::Update) => f.writes.first(),
-                ([t], _) => Some(t),
-                _ => None,
-            };
-            let Some(t) = t else {
-                return false;
-            };
-            let named: Vec<&str> = f
-                .filters
-                .iter()
-                .filter(|p| used.contains(&value_key(&p.value, g)))
-                .map(|p| p.column.as_str())
-                .collect();
-            schema.unique_within(&t.name, &named).is_some()
+            t.is_some_and(|t| {
+                let named: Vec<&str> = f
+                    .filters
+                    .iter()
+                    .filter(|p| used.contains(&value_key(&p.value, g)))
+                    .map(|p| p.column.as_str())
+                    .collect();
+                schema.unique_within(&t.name, &named).is_some()
+            })
         };
         // One parent row written by its key, and `step`'s rows are of a table that refers to
         // the parent's (assumed: the rows are that parent's children). Two runs with a common
         // child have the same parent and wait at its row first.
         let parent_of_rows = || {
-            let Some(t) = (f.kind == StmtKind::Update)
-                .then(|| f.writes.first())
-                .flatten()
-            else {
-                return false;
-            };
-            let columns: Vec<&str> = f.filters.iter().map(|p| p.column.as_str()).collect();
-            schema.unique_within(&t.name, &columns).is_some()
-                && step
-                    .facts
-                    .writes
-                    .iter()
-                    .chain(&step.facts.reads)
-                    .any(|c| c.name != t.name && schema.foreign_key(&c.name, &t.name).is_some())
+            f.kind == StmtKind::Update
+                && t.is_some_and(|t| {
+                    let columns: Vec<&str> = f.filters.iter().map(|p| p.column.as_str()).collect();
+                    schema.unique_within(&t.name, &columns).is_some()
+                        && touched.iter().any(|c| {
+                            c.name != t.name && schema.foreign_key(&c.name, &t.name).is_some()
+                        })
+                })
         };
         // The rows themselves locked up front in key order (`.. ORDER BY id FOR UPDATE`).
         let up_front = f.row_locks.iter().any(|l| l.ordered)
-            && step
-                .facts
-                .writes
+            && touched
                 .iter()
-                .chain(&step.facts.reads)
                 .any(|t| f.reads.iter().any(|r| r.name == t.name));
         f.extra().advisory.iter().any(AdvisoryCall::takes_xact_lock)
             || f.extra().table_lock.is_some()
