@@ -327,7 +327,11 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         }
     }
     model::routines::inline(&mut program.units, &triggers);
-    program.schema = model::schema::Schema::build(&program.units, &declared);
+    let files = &program.files;
+    let schemas = model::schema::Schemas::build(&program.units, &declared, files.len(), |f| {
+        project_of(&files[f].path, &mut projects)
+    });
+    program.schemas = schemas;
     let cx = rules::Context {
         program: &program,
         config,

@@ -1435,3 +1435,87 @@ fn a_constraint_dropped_by_name_leaves_the_schema() {
     // Dropped and added again in one statement: the new key stays.
     assert!(after.contains("primary key: (k)"), "{after}");
 }
+
+/// A table in a schema of its own is `schema.table` in `txlint schema`, and a table of the same
+/// name in `public` is another table: its `CREATE TABLE` does not replace the first one's
+/// columns. An unqualified `ALTER TABLE` names the one table of that name in a schema.
+#[test]
+fn schema_keeps_tables_of_other_schemas_apart() {
+    let d = Dir::new("schema-qualified");
+    d.write(
+        "001.sql",
+        "CREATE SCHEMA underway;\n\
+         CREATE TABLE underway.task (id uuid PRIMARY KEY, queue text NOT NULL);\n\
+         CREATE TABLE underway.attempt (id uuid PRIMARY KEY, task_id uuid NOT NULL);\n\
+         ALTER TABLE attempt ADD CONSTRAINT attempt_task UNIQUE (task_id);\n\
+         CREATE TABLE public.task (id int PRIMARY KEY, title text);\n",
+    );
+    let out = stdout(&txlint(d.path(), &["schema", "."]));
+    assert!(
+        out.contains("underway.task  (001.sql:2)\n  columns: id, queue\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("task  (001.sql:5)\n  columns: id, title\n"),
+        "{out}"
+    );
+    assert!(out.contains("underway.attempt  (001.sql:3)\n  columns: id, task_id\n  primary key: (id)\n  unique: (task_id)\n"), "{out}");
+    assert!(!out.contains("\nattempt"), "{out}");
+}
+
+/// Two packages of one repository, each with its migrations: each package's statements are
+/// judged by its own tables, and `txlint schema` shows each package's schema. (One run used to
+/// merge them: the second `CREATE TABLE users` replaced the first, and its missing key was
+/// taken for both.) A table only the other package declares is still known.
+#[test]
+fn each_package_sees_its_own_migrations() {
+    let d = Dir::new("two-packages");
+    let check = "BEGIN;\nSELECT 1 FROM users WHERE email = $1 FOR UPDATE;\n\
+                 INSERT INTO users (id, email) VALUES ($2, $1);\nCOMMIT;\n";
+    d.write("Cargo.toml", "[workspace]\n")
+        .write("accounts/Cargo.toml", "[package]\nname = \"accounts\"\n")
+        .write(
+            "accounts/migrations/001.sql",
+            "CREATE TABLE users (id int PRIMARY KEY, email text NOT NULL UNIQUE);\n\
+             CREATE TABLE sessions (token text PRIMARY KEY);\n",
+        )
+        .write("accounts/queries.sql", check)
+        .write("billing/Cargo.toml", "[package]\nname = \"billing\"\n")
+        .write(
+            "billing/migrations/001.sql",
+            "CREATE TABLE users (id int PRIMARY KEY, email text NOT NULL);\n",
+        )
+        .write("billing/queries.sql", check)
+        .write(
+            "billing/sessions.sql",
+            "BEGIN;\nSELECT 1 FROM sessions WHERE token = $1 FOR UPDATE;\n\
+             INSERT INTO sessions (token) VALUES ($1);\nCOMMIT;\n",
+        );
+    let out = stdout(&txlint(d.path(), &["check", "--format", "concise", "."]));
+    let line = |file: &str| {
+        out.lines()
+            .find(|l| l.starts_with(file))
+            .unwrap_or_else(|| panic!("no finding in {file}:\n{out}"))
+            .to_string()
+    };
+    assert!(
+        line("accounts/queries.sql:3").contains("the unique key (email)"),
+        "{out}"
+    );
+    assert!(
+        line("billing/queries.sql:3").contains("no unique constraint on (email)"),
+        "{out}"
+    );
+    assert!(
+        line("billing/sessions.sql:3").contains("the unique key (token)"),
+        "{out}"
+    );
+    let schema = stdout(&txlint(d.path(), &["schema", "."]));
+    assert!(schema.contains("# package accounts:"), "{schema}");
+    assert!(schema.contains("# package billing:"), "{schema}");
+    assert_eq!(schema.matches("unique: (email)").count(), 1, "{schema}");
+    assert!(
+        schema.contains("(and 1 table only other packages declare)"),
+        "{schema}"
+    );
+}

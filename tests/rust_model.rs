@@ -695,7 +695,7 @@ fn f(conn: &mut PgConnection, k: i64) {
         .collect();
     assert_eq!(keys, ["user_id", "id"]);
     assert_eq!(s[2].1.facts.reads[0].name, "audit_log");
-    let schema = &run.program.schema;
+    let schema = run.program.schema(0);
     let pk = |t: &str| schema.tables[t].primary_key.clone();
     assert_eq!(pk("profiles"), Some(vec!["user_id".to_string()]));
     assert_eq!(pk("plain"), Some(vec!["id".to_string()]));
@@ -824,12 +824,12 @@ async fn f(db: &DatabaseConnection, k: i64, h: String) -> Result<(), DbErr> {
         ]
     );
     assert!(s[2].1.facts.on_conflict && s[3].1.facts.on_conflict);
-    let t = &run.program.schema.tables["user_profiles"];
+    let t = &run.program.schema(0).tables["user_profiles"];
     assert_eq!(t.primary_key, Some(vec!["user_id".to_string()]));
     assert_eq!(t.unique, [vec!["handle_text".to_string()]]);
     assert_eq!(t.columns, ["user_id", "handle_text", "credit"]);
     assert!(
-        !run.program.schema.declares("user_profiles"),
+        !run.program.schema(0).declares("user_profiles"),
         "an entity lists only the keys its generator saw"
     );
 }
@@ -850,12 +850,12 @@ fn f(conn: &mut PgConnection, k: i64) {
 "#;
     let config = Config::parse("").expect("config");
     let run = txlint::check_source("lib.rs", src, &config);
-    let fk = run.program.schema.foreign_key("blog_posts", "users");
+    let fk = run.program.schema(0).foreign_key("blog_posts", "users");
     assert_eq!(
         fk.map(|f| (f.columns.clone(), f.referred.clone())),
         Some((vec!["author".to_string()], vec!["user_id".to_string()]))
     );
-    assert!(!run.program.schema.tables.contains_key("comments"));
+    assert!(!run.program.schema(0).tables.contains_key("comments"));
 }
 
 fn summaries(src: &str) -> Vec<txlint::model::Summary> {

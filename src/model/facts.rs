@@ -172,6 +172,9 @@ pub struct Pred {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableDdl {
     pub table: String,
+    /// The schema the statement names the table in (`underway` of `underway.task`); none for
+    /// an unqualified name or `public`.
+    pub schema: Option<String>,
     /// `CREATE TABLE` (as opposed to adding to a table declared elsewhere).
     pub creates: bool,
     /// `ALTER TABLE`: in a transaction, a lock on the table that conflicts with itself (`ACCESS

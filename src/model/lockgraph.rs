@@ -189,7 +189,7 @@ pub fn build(program: &Program) -> LockGraph<'_> {
                 // Rows keyed by a row this transaction created, or in a table it created: no
                 // other one can reach them.
                 let private = |r: &Resource| {
-                    matches!(r, Resource::Table(t) if flow::fresh_rows(&program.schema, &tx.steps, step, t)
+                    matches!(r, Resource::Table(t) if flow::fresh_rows(program.schema(step.span.file), &tx.steps, step, t)
                         || created.private(ti, step.seq, t))
                 };
                 for (resource, span, waits) in

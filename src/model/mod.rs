@@ -22,8 +22,8 @@ pub struct Program {
     pub units: Vec<Unit>,
     /// Units the core rules do not analyse, and why.
     pub skipped: Vec<(Unit, Skip)>,
-    /// Tables and keys the run's SQL declares.
-    pub schema: schema::Schema,
+    /// Tables and keys the run's SQL declares (see [`Program::schema`]).
+    pub schemas: schema::Schemas,
     /// SQL txlint wrote for query-builder chains (diesel), by the statement's span.
     pub generated: std::collections::HashMap<Span, String>,
     /// What each Rust helper that callers walk in place does to the handles it gets (for
@@ -35,11 +35,16 @@ pub struct Program {
 }
 
 impl Program {
+    /// The tables and keys the statements of `file` see.
+    pub fn schema(&self, file: crate::source::FileId) -> &schema::Schema {
+        self.schemas.of(file)
+    }
+
     /// Drop the units and the schema once the rules are done; the files stay for reports.
     pub fn forget_model(&mut self) {
         self.units = Vec::new();
         self.skipped = Vec::new();
-        self.schema = schema::Schema::default();
+        self.schemas = schema::Schemas::default();
         self.generated = Default::default();
         self.summaries = Vec::new();
     }

@@ -5,9 +5,10 @@
 //! that a constraint settles from one it does not.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use super::*;
-use crate::source::Span;
+use crate::source::{FileId, Span};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableInfo {
@@ -27,7 +28,13 @@ pub struct TableInfo {
 
 #[derive(Debug, Default)]
 pub struct Schema {
+    /// By name: `schema.table` for a table declared in a schema other than `public`.
     pub tables: BTreeMap<String, TableInfo>,
+    /// A table's unqualified name, when the run declares no table of that name outside a
+    /// schema and one in exactly one: its key (`task` -> `underway.task`).
+    short: BTreeMap<String, String>,
+    /// Tables only other packages declare (see [`Schemas`]).
+    pub borrowed: std::collections::BTreeSet<String>,
 }
 
 impl TableInfo {
@@ -71,18 +78,116 @@ impl TableInfo {
     }
 }
 
-impl Schema {
-    pub fn build(units: &[Unit], declared: &[TableDdl]) -> Schema {
-        let mut schema = Schema::default();
-        for unit in units
+/// The schemas of a run. A run that holds several packages (folders with a `Cargo.toml`,
+/// `package.json`, `go.mod`, ...) whose SQL declares tables (two services of a monorepo, each
+/// with its migrations) has one schema per package: a file sees the tables of its package and
+/// of the packages around it, then those only other packages declare (a library's code on the
+/// tables of the service that migrates them); a file whose packages declare none sees them all.
+#[derive(Debug, Default)]
+pub struct Schemas {
+    /// The whole run's schema first, then one per package that declares tables, with the
+    /// package's folder.
+    list: Vec<(Option<PathBuf>, Schema)>,
+    /// By file, the index in `list` of the schema it sees (none listed: the first).
+    by_file: Vec<usize>,
+}
+
+impl Schemas {
+    /// `package`: the package folder of a file (see above).
+    pub fn build(
+        units: &[Unit],
+        declared: &[TableDdl],
+        files: usize,
+        mut package: impl FnMut(FileId) -> Option<PathBuf>,
+    ) -> Schemas {
+        let whole = Schema::build(units.iter(), declared);
+        let mut packages: Vec<Option<PathBuf>> = Vec::new();
+        let mut of_unit: Vec<Option<PathBuf>> = Vec::with_capacity(units.len());
+        for u in units {
+            let p = package(u.span.file);
+            if declares(u) && !packages.contains(&p) {
+                packages.push(p.clone());
+            }
+            of_unit.push(p);
+        }
+        let mut schemas = Schemas {
+            list: vec![(None, whole)],
+            by_file: Vec::new(),
+        };
+        if packages.len() < 2 {
+            return schemas;
+        }
+        let mut chains: Vec<Vec<Option<PathBuf>>> = Vec::new();
+        for f in 0..files {
+            let p = package(f);
+            let chain: Vec<Option<PathBuf>> = packages
+                .iter()
+                .filter(|d| match (d, &p) {
+                    (Some(d), Some(p)) => p.starts_with(d),
+                    (None, None) => true,
+                    _ => false,
+                })
+                .cloned()
+                .collect();
+            if chain.is_empty() {
+                schemas.by_file.push(0);
+                continue;
+            }
+            let at = match chains.iter().position(|c| *c == chain) {
+                Some(i) => i + 1,
+                None => {
+                    let mine = units
+                        .iter()
+                        .zip(&of_unit)
+                        .filter(|(_, p)| chain.contains(p))
+                        .map(|(u, _)| u);
+                    let nearest = chain.iter().flatten().max_by_key(|d| d.as_os_str().len());
+                    let mut own = Schema::build(mine, declared);
+                    own.fill_from(&schemas.list[0].1);
+                    schemas.list.push((nearest.cloned(), own));
+                    chains.push(chain);
+                    chains.len()
+                }
+            };
+            schemas.by_file.push(at);
+        }
+        schemas
+    }
+
+    /// The schema the statements of `file` see.
+    pub fn of(&self, file: FileId) -> &Schema {
+        let at = self.by_file.get(file).copied().unwrap_or(0);
+        &self.list[at].1
+    }
+
+    /// The schemas to show: the whole run's, or one per package with that package's folder.
+    pub fn shown(&self) -> &[(Option<PathBuf>, Schema)] {
+        match self.list.len() {
+            1 => &self.list,
+            _ => &self.list[1..],
+        }
+    }
+}
+
+/// A script or query file that declares a table.
+fn declares(u: &Unit) -> bool {
+    matches!(u.kind, UnitKind::Script | UnitKind::QueryFile)
+        && u.transactions
             .iter()
-            .filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile))
-        {
+            .flat_map(|t| &t.steps)
+            .any(|s| s.facts.extra().ddl.is_some())
+}
+
+impl Schema {
+    pub fn build<'u>(units: impl Iterator<Item = &'u Unit>, declared: &[TableDdl]) -> Schema {
+        let mut schema = Schema::default();
+        for unit in units.filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile)) {
             for step in unit.transactions.iter().flat_map(|t| &t.steps) {
                 let Some(ddl) = &step.facts.extra().ddl else {
                     continue;
                 };
-                let t = schema.tables.entry(ddl.table.clone()).or_default();
+                let key = schema.key(ddl);
+                let t = schema.tables.entry(key).or_default();
                 if ddl.creates {
                     *t = TableInfo {
                         columns: ddl.columns.clone(),
@@ -107,7 +212,8 @@ impl Schema {
         // say more. They are not a `CREATE TABLE` (a witness cannot run them), so `declared`
         // stays with the SQL.
         for ddl in declared {
-            let t = schema.tables.entry(ddl.table.clone()).or_default();
+            let key = schema.key(ddl);
+            let t = schema.tables.entry(key).or_default();
             if t.columns.is_empty() {
                 t.columns.clone_from(&ddl.columns);
             }
@@ -116,14 +222,74 @@ impl Schema {
             }
             t.add_keys(ddl);
         }
+        schema.index();
         schema
+    }
+
+    /// Tables `other` declares and this schema does not.
+    fn fill_from(&mut self, other: &Schema) {
+        for (k, t) in &other.tables {
+            if !self.tables.contains_key(k) {
+                self.tables.insert(k.clone(), t.clone());
+                self.borrowed.insert(k.clone());
+            }
+        }
+        self.index();
+    }
+
+    /// The unqualified names of the tables declared in one schema only.
+    fn index(&mut self) {
+        let schema = self;
+        let mut short: BTreeMap<String, Option<String>> = BTreeMap::new();
+        for key in schema.tables.keys() {
+            if let Some((_, name)) = key.rsplit_once('.') {
+                short
+                    .entry(name.to_string())
+                    .and_modify(|k| *k = None)
+                    .or_insert_with(|| Some(key.clone()));
+            }
+        }
+        schema.short = short
+            .into_iter()
+            .filter_map(|(name, key)| Some((name, key?)))
+            .filter(|(name, _)| !schema.tables.contains_key(name))
+            .collect();
+    }
+
+    /// The key of the table a DDL statement names: qualified when it names a schema; an
+    /// unqualified `CREATE TABLE` is a table outside a schema, other unqualified names the
+    /// table of that name outside a schema, else the one table of that name in a schema (the
+    /// search path is not followed).
+    fn key(&self, ddl: &TableDdl) -> String {
+        if let Some(s) = &ddl.schema {
+            return format!("{s}.{}", ddl.table);
+        }
+        if ddl.creates || self.tables.contains_key(&ddl.table) {
+            return ddl.table.clone();
+        }
+        let mut qualified = self
+            .tables
+            .keys()
+            .filter(|k| k.rsplit_once('.').is_some_and(|(_, n)| n == ddl.table));
+        match (qualified.next(), qualified.next()) {
+            (Some(k), None) => k.clone(),
+            _ => ddl.table.clone(),
+        }
+    }
+
+    /// The table a statement names by `table` (its last name part): the one of that name
+    /// outside a schema, else the one table of that name in a schema.
+    pub fn get(&self, table: &str) -> Option<&TableInfo> {
+        self.tables
+            .get(table)
+            .or_else(|| self.tables.get(self.short.get(table)?))
     }
 
     /// The run's SQL declares the table, so its unique constraints are known: a key missing
     /// there is missing. A table known only from diesel's `table!` or a sea-orm entity has the
     /// keys those list, which need not be all of them.
     pub fn declares(&self, table: &str) -> bool {
-        self.tables.get(table).is_some_and(|t| t.declared.is_some())
+        self.get(table).is_some_and(|t| t.declared.is_some())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -133,7 +299,7 @@ impl Schema {
     /// A unique constraint (or the primary key) whose columns are all among `columns`: rows
     /// with equal values there cannot both exist.
     pub fn unique_within<C: AsRef<str>>(&self, table: &str, columns: &[C]) -> Option<Vec<String>> {
-        let t = self.tables.get(table)?;
+        let t = self.get(table)?;
         t.primary_key
             .iter()
             .chain(&t.unique)
@@ -155,7 +321,7 @@ impl Schema {
         tests: &[T],
     ) -> Option<Vec<String>> {
         self.unique_within(table, columns).or_else(|| {
-            let t = self.tables.get(table)?;
+            let t = self.get(table)?;
             let nulls = t.partial.iter().find(|(key, nulls)| {
                 within(key, columns) && !nulls.iter().any(|n| set.contains(&n.as_str()))
             });
@@ -171,7 +337,7 @@ impl Schema {
 
     /// `column` is part of the primary key or of a unique constraint of `table`.
     pub fn in_unique_key(&self, table: &str, column: &str) -> bool {
-        self.tables.get(table).is_some_and(|t| {
+        self.get(table).is_some_and(|t| {
             t.primary_key
                 .iter()
                 .chain(&t.unique)
@@ -181,8 +347,7 @@ impl Schema {
 
     /// The foreign key from `child` to `parent`, if declared.
     pub fn foreign_key(&self, child: &str, parent: &str) -> Option<&ForeignKey> {
-        self.tables
-            .get(child)?
+        self.get(child)?
             .foreign_keys
             .iter()
             .find(|f| f.table == parent)

@@ -6,14 +6,43 @@ use std::fmt::Write;
 use crate::Run;
 
 pub fn render(run: &Run) -> String {
-    let schema = &run.program.schema;
+    let shown = run.program.schemas.shown();
     let mut out = String::new();
-    if schema.is_empty() {
+    if shown.iter().all(|(_, s)| s.is_empty()) {
         out += "no tables declared (CREATE TABLE, CREATE UNIQUE INDEX, ALTER TABLE ... ADD CONSTRAINT) in these files\n";
         return out;
     }
+    for (package, schema) in shown {
+        if shown.len() > 1 {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let at = package
+                .as_deref()
+                .map_or(".".into(), |p| crate::display_path(p, &cwd));
+            let _ = writeln!(
+                out,
+                "# package {at}: its tables and those of the packages around it"
+            );
+        }
+        tables(run, schema, &mut out);
+        if !schema.borrowed.is_empty() {
+            let n = schema.borrowed.len();
+            let _ = writeln!(
+                out,
+                "  (and {n} {} only other packages declare)",
+                if n == 1 { "table" } else { "tables" }
+            );
+        }
+    }
+    out
+}
+
+fn tables(run: &Run, schema: &crate::model::schema::Schema, out: &mut String) {
     let list = |cols: &[String]| format!("({})", cols.join(", "));
-    for (name, t) in &schema.tables {
+    for (name, t) in schema
+        .tables
+        .iter()
+        .filter(|(name, _)| !schema.borrowed.contains(*name))
+    {
         let at = t
             .declared
             .map_or("  (diesel table!: primary key only)".into(), |s| {
@@ -57,5 +86,4 @@ pub fn render(run: &Run) -> String {
             );
         }
     }
-    out
 }

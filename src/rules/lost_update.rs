@@ -178,7 +178,11 @@ fn claims_unique(cx: &Context, flow: &Flow, r: &At, w: &At) -> bool {
             return false;
         };
         let columns: Vec<&str> = f.inserts.iter().map(|(c, _)| c.as_str()).collect();
-        let Some(key) = cx.program.schema.unique_within(&table.name, &columns) else {
+        let Some(key) = cx
+            .program
+            .schema(w.step.span.file)
+            .unique_within(&table.name, &columns)
+        else {
             return false;
         };
         f.inserts

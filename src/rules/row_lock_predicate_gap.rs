@@ -93,12 +93,16 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
         true => "the key".to_string(),
         false => format!("({})", key.join(", ")),
     };
-    let settle = match cx.program.schema.unique_within(table, &key) {
+    let settle = match cx
+        .program
+        .schema(l.step.span.file)
+        .unique_within(table, &key)
+    {
         Some(u) => format!(
             "; the unique key ({}) makes the second insert fail with 23505 instead: handle it with `ON CONFLICT`",
             u.join(", ")
         ),
-        None if cx.program.schema.declares(table) => {
+        None if cx.program.schema(l.step.span.file).declares(table) => {
             format!("; no unique constraint on {on} stops the duplicate")
         }
         None => format!(
@@ -226,7 +230,11 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         .filter(|p| state(p, w))
         .map(|p| format!("{} = {}", p.column, p.value.text))
         .collect();
-    let fk = match cx.program.schema.foreign_key(child, parent) {
+    let fk = match cx
+        .program
+        .schema(l.step.span.file)
+        .foreign_key(child, parent)
+    {
         Some(fk) => format!(
             " (its rows reference `{parent}` by ({}))",
             fk.columns.join(", ")

@@ -14,7 +14,7 @@ use sqlparser::parser::Parser;
 
 use super::Witness;
 use crate::model::*;
-use crate::source::Span;
+use crate::source::{FileId, Span};
 
 /// A table of the setup.
 pub(super) struct Table {
@@ -25,6 +25,8 @@ pub(super) struct Table {
     pub kinds: Vec<(String, String)>,
     /// Its columns and foreign keys, when its `CREATE TABLE` could be read.
     declared: Option<Declared>,
+    /// The file of the statements (whose schema names the tables).
+    file: FileId,
 }
 
 struct Declared {
@@ -107,11 +109,11 @@ pub(super) fn table(
         .collect();
     let written = written(program, steps, table);
     // The table as the finding's own file creates it, else as the run's schema has it.
-    let file = steps.first().map(|s| s.span.file);
+    let file = steps.first().map_or(0, |s| s.span.file);
     let here = program
         .units
         .iter()
-        .filter(|u| Some(u.span.file) == file && u.kind == UnitKind::Script)
+        .filter(|u| u.span.file == file && u.kind == UnitKind::Script)
         .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
         .find(|s| {
             s.facts
@@ -121,9 +123,9 @@ pub(super) fn table(
                 .is_some_and(|d| d.creates && d.table == table)
         })
         .map(|s| s.span);
-    let declared = here.or_else(|| program.schema.tables.get(table).and_then(|t| t.declared));
+    let declared = here.or_else(|| program.schema(file).get(table).and_then(|t| t.declared));
     if let Some(span) = declared {
-        let (name, declared) = match declare(w, program, table, span, 0) {
+        let (name, declared) = match declare(w, program, file, table, span, 0) {
             Some((name, d)) => (name, Some(d)),
             None => (written, None),
         };
@@ -131,6 +133,7 @@ pub(super) fn table(
             name,
             kinds,
             declared,
+            file,
         });
     }
     if columns.is_empty() {
@@ -172,6 +175,7 @@ pub(super) fn table(
         name: written,
         kinds,
         declared: None,
+        file,
     })
 }
 
@@ -239,7 +243,7 @@ pub(super) fn insert_row(
             }
         }
     }
-    parents(w, program, d, &names, &values, 0);
+    parents(w, program, t.file, d, &names, &values, 0);
     let always = d
         .columns
         .iter()
@@ -256,7 +260,7 @@ pub(super) fn parents_of_insert(w: &mut Witness, program: &Program, t: &Table, f
         .iter()
         .filter_map(|(c, o)| Some((c.to_string(), literal(&o.text)?)))
         .unzip();
-    parents(w, program, d, &names, &values, 0);
+    parents(w, program, t.file, d, &names, &values, 0);
 }
 
 /// The parent rows a row of `t` with these values needs.
@@ -268,7 +272,7 @@ pub(super) fn parents_of(
     values: &[String],
 ) {
     if let Some(d) = &t.declared {
-        parents(w, program, d, names, values, 0);
+        parents(w, program, t.file, d, names, values, 0);
     }
 }
 
@@ -276,6 +280,7 @@ pub(super) fn parents_of(
 fn parents(
     w: &mut Witness,
     program: &Program,
+    file: FileId,
     d: &Declared,
     names: &[String],
     values: &[String],
@@ -291,10 +296,10 @@ fn parents(
             .map(|c| names.iter().position(|n| n == c).map(|i| &values[i]))
             .collect();
         let Some(found) = found else { continue };
-        let Some(span) = program.schema.tables.get(&r.table).and_then(|t| t.declared) else {
+        let Some(span) = program.schema(file).get(&r.table).and_then(|t| t.declared) else {
             continue;
         };
-        let Some((name, parent)) = declare(w, program, &r.table, span, depth + 1) else {
+        let Some((name, parent)) = declare(w, program, file, &r.table, span, depth + 1) else {
             continue;
         };
         let referred = match r.referred.is_empty() {
@@ -315,7 +320,7 @@ fn parents(
                 p_values.push(v);
             }
         }
-        parents(w, program, &parent, &p_names, &p_values, depth + 1);
+        parents(w, program, file, &parent, &p_names, &p_values, depth + 1);
         let always = parent
             .columns
             .iter()
@@ -349,6 +354,7 @@ fn insert(table: &str, names: &[String], values: &[String], always: bool, parent
 fn declare(
     w: &mut Witness,
     program: &Program,
+    file: FileId,
     table: &str,
     span: Span,
     depth: usize,
@@ -380,9 +386,9 @@ fn declare(
         if r.table == table {
             continue;
         }
-        match program.schema.tables.get(&r.table).and_then(|t| t.declared) {
+        match program.schema(file).get(&r.table).and_then(|t| t.declared) {
             Some(span) if depth < MAX_DEPTH => {
-                declare(w, program, &r.table, span, depth + 1);
+                declare(w, program, file, &r.table, span, depth + 1);
             }
             Some(_) => {}
             None => w.assumed.push(format!(

@@ -988,6 +988,7 @@ pub(super) fn table_macro(tokens: proc_macro2::TokenStream) -> Vec<(String, Tabl
                     table.clone(),
                     TableDdl {
                         table: sql_name.take().unwrap_or(table),
+                        schema: None,
                         creates: false,
                         alters: false,
                         columns: table_columns(g.stream()),

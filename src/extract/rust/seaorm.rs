@@ -44,6 +44,7 @@ pub(super) fn entity_table(
 ) -> (TableDdl, Vec<(String, String)>) {
     let mut ddl = TableDdl {
         table,
+        schema: None,
         creates: false,
         alters: false,
         columns: Vec::new(),

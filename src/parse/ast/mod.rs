@@ -80,6 +80,17 @@ fn table_name(n: &ObjectName) -> String {
         .unwrap_or_default()
 }
 
+/// The schema a name is qualified with (`underway` of `underway.task`); none for `public`.
+fn qualifier(n: &ObjectName) -> Option<String> {
+    let parts = &n.0;
+    let q = parts
+        .len()
+        .checked_sub(2)
+        .and_then(|i| parts[i].as_ident())
+        .map(name)?;
+    (q != "public").then_some(q)
+}
+
 fn ident_list(ids: &[Ident]) -> Vec<String> {
     ids.iter().map(name).collect()
 }
@@ -131,6 +142,7 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
         Statement::CreateTable(t) => {
             let mut ddl = TableDdl {
                 table: table_name(&t.name),
+                schema: qualifier(&t.name),
                 creates: true,
                 ..TableDdl::default()
             };
@@ -165,6 +177,7 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
                 .collect();
             let mut ddl = TableDdl {
                 table: table_name(&i.table_name),
+                schema: qualifier(&i.table_name),
                 ..TableDdl::default()
             };
             match (key, &i.predicate) {
@@ -187,6 +200,7 @@ fn ddl(stmt: &Statement) -> Option<TableDdl> {
         Statement::AlterTable(a) => {
             let mut ddl = TableDdl {
                 table: table_name(&a.name),
+                schema: qualifier(&a.name),
                 alters: true,
                 ..TableDdl::default()
             };

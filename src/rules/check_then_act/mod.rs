@@ -236,7 +236,7 @@ fn insert_unless_exists(
         return None;
     }
     let table = f.writes.first()?;
-    let schema = &cx.program.schema;
+    let schema = cx.program.schema(step.span.file);
     // Only where the run declares the table: a key declared elsewhere would settle it.
     if is_hole(&table.name) || !schema.declares(&table.name) {
         return None;
@@ -351,7 +351,7 @@ fn finding(
         && (wf.kind != StmtKind::Insert
             || !inserts_checked_key(r.step, w.step, table)
             || !decided_on
-            || !cx.program.schema.declares(table))
+            || !cx.program.schema(w.step.span.file).declares(table))
     {
         return None;
     }
@@ -418,11 +418,12 @@ fn finding(
         })
         .map(|(c, _)| c.as_str())
         .collect();
-    if let Some(key) =
-        cx.program
-            .schema
-            .unique_within_row(table, &decided, &given(w.step), &rf.extra().tests)
-    {
+    if let Some(key) = cx.program.schema(w.step.span.file).unique_within_row(
+        table,
+        &decided,
+        &given(w.step),
+        &rf.extra().tests,
+    ) {
         return match (report, wf.kind) {
             // The code answers "it exists" with an error already: the loser's unique
             // violation is the same answer.
@@ -472,7 +473,7 @@ fn finding(
         }
         None => {}
     }
-    if wf.kind == StmtKind::Insert && !cx.program.schema.declares(table) {
+    if wf.kind == StmtKind::Insert && !cx.program.schema(w.step.span.file).declares(table) {
         message += &format!(
             " (no schema for `{table}` was found: a unique constraint on the inserted key would settle it)"
         );
@@ -528,7 +529,11 @@ fn refused_before(cx: &Context, unit: &Unit, r: &At, w: &At) -> bool {
             && !f.on_conflict
             && leaves
             && w.step.branch.starts_with(&i.branch)
-            && cx.program.schema.unique_within(table, &key).is_some()
+            && cx
+                .program
+                .schema(w.step.span.file)
+                .unique_within(table, &key)
+                .is_some()
     })
 }
 

@@ -208,7 +208,9 @@ fn loop_lock(
         .filter(|s| !s.branch.contains(&lp.branch))
         .cloned()
         .collect();
-    if guarded(&cx.program.schema, &outside, step) || held_in_order(unit, &outside, step) {
+    if guarded(cx.program.schema(step.span.file), &outside, step)
+        || held_in_order(unit, &outside, step)
+    {
         return None;
     }
     {

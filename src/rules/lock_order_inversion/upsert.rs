@@ -33,7 +33,7 @@ pub(super) fn unordered(
         || (joined && f.row_locks.iter().any(|l| l.ordered))
         || matches!(tx.scope, Scope::Unknown)
         || tx.executor == Executor::Unknown
-        || guarded(&cx.program.schema, before, step)
+        || guarded(cx.program.schema(step.span.file), before, step)
         || shares_held_value(tx, step)
         || (!step.host().inputs.is_empty() && step.host().inputs.iter().all(|i| i.ordered))
     {
