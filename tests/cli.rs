@@ -1519,3 +1519,94 @@ fn each_package_sees_its_own_migrations() {
         "{schema}"
     );
 }
+
+/// docs/usage.md's synopsis is the binary's: a line for every subcommand of `txlint --help`,
+/// every long option of each subcommand's `--help` on its lines and no option the binary lacks,
+/// and the values listed for an option (`--format text|json`) are the ones it takes.
+#[test]
+fn the_usage_synopsis_is_the_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/usage.md")).expect("docs/usage.md");
+    let start = doc.find("```\n").expect("a synopsis") + 4;
+    let synopsis = &doc[start..start + doc[start..].find("```").expect("its end")];
+    let help = stdout(&txlint(root, &["--help"]));
+    let commands: Vec<&str> = help
+        .split("Commands:\n")
+        .nth(1)
+        .expect("commands")
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{commands:?}");
+    for cmd in commands {
+        // The synopsis lines of `cmd`: its own and their continuations.
+        let mut lines = String::new();
+        let mut mine = false;
+        for l in synopsis.lines() {
+            if l.starts_with("txlint ") {
+                mine = l.split_whitespace().nth(1) == Some(cmd);
+            }
+            if mine {
+                lines += l;
+                lines += "\n";
+            }
+        }
+        assert!(!lines.is_empty(), "no synopsis line for `txlint {cmd}`");
+        let help = stdout(&txlint(root, &[cmd, "--help"]));
+        let options: Vec<&str> = help
+            .lines()
+            .filter_map(|l| {
+                // `  -o, --output <OUTPUT>` or `      --format <FORMAT>`.
+                let l = l.trim_start();
+                let l = match l.as_bytes().get(2) {
+                    Some(b',') if !l.starts_with("--") => l[3..].trim_start(),
+                    _ => l,
+                };
+                l.strip_prefix("--")?.split([' ', '=']).next()
+            })
+            .filter(|o| !["help", "version"].contains(o))
+            .collect();
+        for o in &options {
+            assert!(
+                lines.contains(&format!("--{o}")),
+                "docs/usage.md's synopsis of `txlint {cmd}` lacks --{o}:\n{lines}"
+            );
+        }
+        let shown: Vec<&str> = lines
+            .split(|c: char| c.is_whitespace() || c == '[' || c == ']')
+            .filter_map(|w| w.strip_prefix("--"))
+            .collect();
+        for o in &shown {
+            assert!(
+                options.contains(o),
+                "docs/usage.md shows --{o} for `txlint {cmd}`, which its --help does not list"
+            );
+        }
+        // Values listed for an option: those its --help lists.
+        for (at, _) in lines.match_indices(" --") {
+            let mut words = lines[at + 3..].split_whitespace();
+            let (Some(name), Some(values)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let values = values.trim_end_matches(']');
+            if !values.contains('|') {
+                continue;
+            }
+            let section = help
+                .split(&format!("--{name} "))
+                .nth(1)
+                .expect("the option's help");
+            let section = section.split("\n  -").next().unwrap_or(section);
+            for v in values.split('|') {
+                assert!(
+                    section.contains(&format!("- {v}:"))
+                        || section.contains(&format!(" {v},"))
+                        || section.contains(&format!(" {v}]")),
+                    "`txlint {cmd} --{name}` does not take `{v}` (docs/usage.md)"
+                );
+            }
+        }
+    }
+}
