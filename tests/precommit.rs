@@ -163,3 +163,32 @@ fn pre_commit_checks_rust_commits_with_the_project_as_context() {
     let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(repo.dir.with_extension("cache"));
 }
+
+/// The hook that builds txlint and the one that runs the txlint on PATH check the same way:
+/// the same entry, file types and one process.
+#[test]
+fn both_hooks_run_the_same_check() {
+    let hooks = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/.pre-commit-hooks.yaml"
+    ))
+    .expect(".pre-commit-hooks.yaml");
+    let blocks: Vec<Vec<&str>> = hooks
+        .split("\n- ")
+        .filter(|b| b.trim_start_matches("- ").starts_with("id:"))
+        .map(|b| {
+            b.lines()
+                .map(|l| l.trim().trim_start_matches("- "))
+                .filter(|l| {
+                    ["entry:", "types_or:", "require_serial:"]
+                        .iter()
+                        .any(|k| l.starts_with(k))
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(blocks.len(), 2, "{hooks}");
+    assert_eq!(blocks[0].len(), 3, "{:?}", blocks[0]);
+    assert_eq!(blocks[0], blocks[1]);
+    assert!(hooks.contains("id: txlint-system") && hooks.contains("language: system"));
+}
