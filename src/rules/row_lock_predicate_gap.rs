@@ -30,6 +30,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                     && (advisory_locks_before(l.txn, l.step.seq).next().is_some()
                         || guard_before(l)))
                 || l.step.facts.modifies
+                || private(&flow, l, lock)
             {
                 continue;
             }
@@ -57,6 +58,16 @@ fn guard_before(l: &At) -> bool {
             && g.facts.row_locks.iter().any(RowLock::waits_exclusive)
             && l.step.host().inputs.iter().any(|i| i.from.contains(&g.seq))
     })
+}
+
+/// Every table the lock takes rows of is one no other transaction can see there (temporary, or
+/// created earlier in this transaction): no other one can insert the row it did not find.
+fn private(flow: &Flow, l: &At, lock: &RowLock) -> bool {
+    let tables = locked_tables(l.step, lock);
+    !tables.is_empty()
+        && tables
+            .iter()
+            .all(|t| flow.created.private(l.tx, l.step.seq, t))
 }
 
 fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
