@@ -329,7 +329,7 @@ pub fn fresh_rows(schema: &schema::Schema, steps: &[Step], step: &Step, table: &
     };
     let new_key = |i: &Input| {
         let column = i.text.rsplit('.').next().unwrap_or(&i.text);
-        !i.from.is_empty()
+        let returned = !i.from.is_empty()
             && i.from.iter().all(|&q| {
                 steps.iter().any(|s| {
                     let sf = &s.facts;
@@ -342,11 +342,40 @@ pub fn fresh_rows(schema: &schema::Schema, steps: &[Step], step: &Step, table: &
                             .first()
                             .is_some_and(|t| schema.in_unique_key(&t.name, column))
                 })
-            })
+            });
+        returned || inserted_key(schema, steps, step, i)
     };
     keyed
         .into_iter()
         .any(|o| bare_input(step, o).is_some_and(new_key))
+}
+
+/// The host value `i` is a key this transaction made new before `step`, on every path to it:
+/// generated in the host (`Uuid::new_v4()`), or stored by an earlier `INSERT` (no `ON
+/// CONFLICT`) as the whole of a unique key of its table. No other transaction reaches rows by
+/// a value it cannot know yet; one that passes the same value waits at that insert first, and
+/// a deadlock there is the insert's, not these rows'.
+pub fn inserted_key(schema: &schema::Schema, steps: &[Step], step: &Step, i: &Input) -> bool {
+    let generated = ["new_v4()", "now_v7()", "new_v7()", "Ulid::new()"];
+    if i.from.is_empty() && generated.iter().any(|g| i.text.ends_with(g)) {
+        return true;
+    }
+    !i.text.is_empty()
+        && steps.iter().any(|s| {
+            let sf = &s.facts;
+            let Some(table) = sf.writes.first() else {
+                return false;
+            };
+            s.seq < step.seq
+                && step.branch.starts_with(&s.branch)
+                && sf.kind == StmtKind::Insert
+                && !sf.on_conflict
+                && s.host().rows.is_none()
+                && sf.inserts.iter().any(|(c, o)| {
+                    schema.unique_within(&table.name, &[c.as_str()]).is_some()
+                        && bare_input(s, o).is_some_and(|b| b.text == i.text && b.from.is_empty())
+                })
+        })
 }
 
 /// The host value an operand is, when it is a bare parameter (`$2`, not `$2 + 1`).

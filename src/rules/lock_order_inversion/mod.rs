@@ -7,7 +7,7 @@ mod upsert;
 use super::analysis_limit::analysis_limit_diagnostic;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{from_held_rows, is_var, value_key};
+use crate::model::flow::{self, from_held_rows, is_var, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
 use crate::source::Span;
@@ -241,7 +241,13 @@ fn loop_lock(
             .iter()
             .filter(|i| in_key(i.param) && of_loop(&i.text))
             .collect();
-        if from_held_rows(&outside, step.seq, &keys) {
+        let schema = cx.program.schema(step.span.file);
+        if from_held_rows(&outside, step.seq, &keys)
+            || (!keys.is_empty()
+                && keys
+                    .iter()
+                    .all(|i| flow::inserted_key(schema, before, step, i)))
+        {
             return None;
         }
         let keyed = !keys.is_empty()
