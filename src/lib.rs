@@ -326,6 +326,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             None => program.units.push(unit),
         }
     }
+    model::routines::drop_transition_reads(&mut program.units, &triggers);
     model::routines::inline(&mut program.units, &triggers);
     let files = &program.files;
     let schemas = model::schema::Schemas::build(&program.units, &declared, files.len(), |f| {

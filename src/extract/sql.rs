@@ -560,12 +560,26 @@ fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
     let for_each_row = t[on..execute]
         .windows(2)
         .any(|w| w[0].is(src, "each") && w[1].is(src, "row"));
+    // `REFERENCING {OLD | NEW} TABLE [AS] name ...`
+    let mut transition = Vec::new();
+    let clause = &t[on..execute];
+    for (i, w) in clause.iter().enumerate() {
+        if (w.is(src, "old") || w.is(src, "new"))
+            && clause.get(i + 1).is_some_and(|n| n.is(src, "table"))
+        {
+            let at = i + 2 + usize::from(clause.get(i + 2).is_some_and(|a| a.is(src, "as")));
+            if let Some((name, _)) = routine_name_at(src, clause, at) {
+                transition.push(name.into());
+            }
+        }
+    }
     Some(Trigger {
         table: table.into(),
         events,
         before,
         for_each_row,
         function: function.into(),
+        transition,
         span,
     })
 }

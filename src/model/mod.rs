@@ -241,6 +241,9 @@ pub struct Trigger {
     /// `FOR EACH ROW` (else once per statement): `NEW` and `OLD` are the row.
     pub for_each_row: bool,
     pub function: Name,
+    /// `REFERENCING OLD TABLE AS o NEW TABLE AS n`: the transition tables its function reads,
+    /// the rows of the firing statement alone.
+    pub transition: Vec<Name>,
     /// The `CREATE TRIGGER` statement.
     pub span: Span,
 }

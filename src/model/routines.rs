@@ -96,6 +96,22 @@ struct Expander<'a> {
 
 /// Copy the statements of called routines, and of triggers on the tables written, into every
 /// unit's transactions.
+/// A trigger function's reads of its transition tables (`REFERENCING OLD TABLE AS o`) are of
+/// the firing statement's own rows, which no other transaction can see or change: they are not
+/// reads of a table of the database, and are dropped before the bodies are inlined.
+pub fn drop_transition_reads(units: &mut [Unit], triggers: &[Trigger]) {
+    for t in triggers.iter().filter(|t| !t.transition.is_empty()) {
+        let function = unqualified(&t.function);
+        for unit in units.iter_mut().filter(|u| {
+            u.kind == UnitKind::Routine && u.name.as_deref().map(unqualified) == Some(function)
+        }) {
+            for step in unit.transactions.iter_mut().flat_map(|x| &mut x.steps) {
+                step.facts.reads.retain(|r| !t.transition.contains(&r.name));
+            }
+        }
+    }
+}
+
 pub fn inline(units: &mut [Unit], triggers: &[Trigger]) {
     // By name and number of parameters (overloads differ in it); a name defined twice alike
     // is not followed.

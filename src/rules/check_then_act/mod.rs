@@ -267,9 +267,16 @@ fn insert_unless_exists(
 }
 
 /// A read whose answer code decides on: an existence check, `count`, `max`, ....
+/// A read of no table (`FROM unnest($1)`, a trigger's transition table, which holds the firing
+/// statement's own rows) decides nothing another transaction can change.
+fn reads_shared(rf: &Facts) -> bool {
+    !(rf.parsed && rf.reads.is_empty())
+}
+
 fn is_decision(r: &At) -> bool {
     let rf = &r.step.facts;
     rf.kind == StmtKind::Select
+        && reads_shared(rf)
         && !rf.extra().aggregates.is_empty()
         && !rf.modifies
         && r.txn.scope != Scope::Unknown
@@ -280,6 +287,7 @@ fn is_decision(r: &At) -> bool {
 fn is_presence(r: &At) -> bool {
     let rf = &r.step.facts;
     rf.kind == StmtKind::Select
+        && reads_shared(rf)
         && rf.extra().aggregates.is_empty()
         && !rf.modifies
         && rf.row_locks.is_empty()
