@@ -14,6 +14,7 @@ mod diesel;
 mod fallback;
 mod lit;
 mod macros;
+mod modules;
 pub mod prescan;
 mod seaorm;
 mod types;
@@ -214,6 +215,7 @@ fn batch(
     let mut parsed = Vec::new();
     let mut late = HashSet::new();
     let mut candidates = Vec::new();
+    let mut modules = modules::Modules::default();
     for (i, (id, f)) in own.iter_mut().enumerate() {
         if f.unread {
             f.unread = false;
@@ -221,6 +223,7 @@ fn batch(
                 Ok((text, note)) => {
                     front.out.notes.extend(note);
                     late.insert(*id);
+                    modules.add(&f.path, &text);
                     if !prescan::may_matter(&text, &config.rust) {
                         front.out.stats.rust_skipped += 1;
                         continue;
@@ -233,9 +236,12 @@ fn batch(
                     continue;
                 }
             }
-        } else if !prescan::may_matter(f.text(), &config.rust) {
-            front.out.stats.rust_skipped += 1;
-            continue;
+        } else {
+            modules.add(&f.path, f.text());
+            if !prescan::may_matter(f.text(), &config.rust) {
+                front.out.stats.rust_skipped += 1;
+                continue;
+            }
         }
         candidates.push(i);
     }
@@ -261,7 +267,7 @@ fn batch(
         }
     }
     if !parsed.is_empty() {
-        walk_all(&mut front, &parsed, config, b, extra);
+        walk_all(&mut front, &parsed, config, (b, extra), &modules);
     }
     drop(parsed);
     // proc-macro2 keeps every parsed file in a thread-local source map.
@@ -284,8 +290,14 @@ fn batch(
 }
 
 /// Every function of a batch's parsed files, walked.
-fn walk_all(front: &mut Front, parsed: &[Parsed], config: &Config, b: usize, extra: &Extra) {
-    let index = Index::build(parsed, config);
+fn walk_all(
+    front: &mut Front,
+    parsed: &[Parsed],
+    config: &Config,
+    (b, extra): (usize, &Extra),
+    modules: &modules::Modules,
+) {
+    let index = Index::build(parsed, config, modules);
     let mut shared = Shared {
         cache: HashMap::new(),
         inlined: HashMap::new(),
@@ -1233,7 +1245,7 @@ impl<'a> Collector<'a, '_> {
 }
 
 impl<'a> Index<'a> {
-    fn build(parsed: &'a [Parsed], config: &'a Config) -> Self {
+    fn build(parsed: &'a [Parsed], config: &'a Config, modules: &modules::Modules) -> Self {
         let mut ix = Index {
             parsed,
             config,
@@ -1265,6 +1277,14 @@ impl<'a> Index<'a> {
                 impl_trait: None,
             }
             .visit_file(&p.ast);
+        }
+        let mut packages = HashMap::new();
+        let dead: Vec<bool> = parsed
+            .iter()
+            .map(|p| modules.uncompiled(&p.path, &mut packages))
+            .collect();
+        for f in &mut ix.fns {
+            f.unused |= dead.get(f.file).copied().unwrap_or(false);
         }
         ix
     }
