@@ -293,8 +293,9 @@ fn bad_input_is_reported_and_the_run_goes_on() {
     assert_eq!(json["summary"]["files"], 3);
 }
 
-/// The text report of a finding far into a very long line (minified or generated SQL) is
-/// the one-line form, with its place: miette cannot pad a snippet past column 65,535.
+/// The text report of a finding far into a very long line (minified or generated SQL) draws
+/// a window of that line around it, with its place (miette cannot pad a snippet past column
+/// 65,535, and the whole line for every finding made reports quadratic in its length).
 #[test]
 fn a_finding_on_a_very_long_line_is_reported_in_text() {
     let d = Dir::new("long-line");
@@ -308,10 +309,27 @@ fn a_finding_on_a_very_long_line_is_reported_in_text() {
     let o = txlint(d.path(), &["check"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(
-        out.contains("wide.sql:1:70025: xact-lock-outside-transaction:"),
-        "{out}"
+    assert!(out.contains("╭─[wide.sql:1:70025]"), "{out}");
+    assert!(out.contains("SELECT pg_advisory_xact_lock(1);"), "{out}");
+    assert!(out.lines().all(|l| l.chars().count() < 1_000), "{out}");
+}
+
+/// A one-line file of many findings: each finding's snippet is a window of the line, so the
+/// report grows with the number of findings, not with findings times the line's length.
+#[test]
+fn many_findings_on_one_long_line_draw_windows() {
+    let d = Dir::new("long-line-many");
+    d.write(
+        "one.sql",
+        &format!("{}\n", "SELECT pg_advisory_xact_lock(1); ".repeat(3_000)),
     );
+    let o = txlint(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("╭─[one.sql:1:").count(), 3_000);
+    // About 1 KB a finding; the line itself is 99 KB.
+    assert!(out.len() < 3_000 * 2_000, "{} bytes", out.len());
+    assert!(out.lines().all(|l| l.chars().count() < 1_000));
 }
 
 #[test]

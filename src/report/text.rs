@@ -31,10 +31,12 @@ impl Shown {
             .diagnostics
             .iter()
             .flat_map(|d| std::iter::once(d.span.file).chain(d.labels.iter().map(|l| l.span.file)));
-        for id in spans {
+        // Each file once: a file of many findings is scanned once, not once per finding.
+        let mut seen = std::collections::HashSet::new();
+        for id in spans.filter(|&id| seen.insert(id)) {
             let text = run.program.files[id].text();
             let unsafe_char = |c: char| c.is_control() && !matches!(c, '\n' | '\r' | '\t');
-            if !shown.0.contains_key(&id) && text.chars().any(unsafe_char) {
+            if text.chars().any(unsafe_char) {
                 let clean = text
                     .chars()
                     .map(|c| match (unsafe_char(c), c.len_utf8()) {
@@ -77,6 +79,19 @@ impl SourceCode for Source<'_> {
         let from = lines.line_start(first).unwrap_or(0);
         let to = lines.line_start(last).unwrap_or(text.len());
         let (window, from, skipped) = match text.get(from..to) {
+            // A very long line (minified SQL, a generated file): the snippet is a window of
+            // it around the span, not the whole line for every finding on it.
+            Some(_) if from <= span.offset() && end <= to && to - from > LONG_WINDOW => {
+                let mut lo = span.offset().saturating_sub(AROUND).max(from);
+                while !text.is_char_boundary(lo) {
+                    lo -= 1;
+                }
+                let mut hi = (end + AROUND).min(to);
+                while !text.is_char_boundary(hi) {
+                    hi += 1;
+                }
+                (&text[lo..hi], lo, lines.line_of(lo).max(1) - 1)
+            }
             Some(window) if from <= span.offset() && end <= to => (window, from, first - 1),
             _ => (text, 0, 0),
         };
@@ -226,19 +241,28 @@ pub fn render_findings(run: &Run, style: TextStyle) -> String {
     out
 }
 
-/// Columns past this are not drawn as a snippet: miette pads a label to its column, which a
-/// format width cannot do past 65,535 (it panics), and no terminal would show it.
+/// Lines around a span longer than this in all are cut to [`AROUND`] bytes each side of it.
+const LONG_WINDOW: usize = 8 * 1024;
+const AROUND: usize = 160;
+
+/// Spans longer than this are not drawn as a snippet: miette pads a label to its width (and to
+/// its column in the snippet), which a format width cannot do past 65,535 (it panics), and no
+/// terminal would show it.
 const WIDEST: usize = 10_000;
 
-/// Every place of the finding is within [`WIDEST`] columns of its line's start.
+/// Every place of the finding is short enough to draw, and on a line that is, or that the
+/// snippet cuts to a window (see [`LONG_WINDOW`]).
 fn drawable(run: &Run, d: &Diagnostic) -> bool {
     std::iter::once(d.span)
         .chain(d.labels.iter().map(|l| l.span))
         .all(|span| {
             let file = &run.program.files[span.file];
-            [span.start(), span.end()]
-                .iter()
-                .all(|&at| file.line_col(at).column <= WIDEST)
+            let cut = file.line_text(file.line_col(span.start()).line).len() > LONG_WINDOW;
+            span.end() - span.start() <= WIDEST
+                && (cut
+                    || [span.start(), span.end()]
+                        .iter()
+                        .all(|&at| file.line_col(at).column <= WIDEST))
         })
 }
 
