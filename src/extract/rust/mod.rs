@@ -869,6 +869,8 @@ struct Index<'a> {
     consts: Vec<(usize, &'a syn::Expr)>,
     /// Indices into `consts` by name.
     const_names: HashMap<String, Vec<usize>>,
+    /// For each of `consts`, the block it is declared in (none: a module's).
+    const_scopes: Vec<Option<Scope>>,
     /// Handle fields by name, whatever struct they are of: kind, database, and whether
     /// transactions are of the type too (used where the struct is not known).
     fields: HashMap<String, (Executor, Option<Dialect>, bool)>,
@@ -919,9 +921,26 @@ struct Collector<'a, 'i> {
     /// Inside `impl Trait for Type` (the trait's name): its methods are called through the
     /// trait.
     impl_trait: Option<String>,
+    /// The innermost block around the item (a function's body): where a `const` in it is seen.
+    block: Option<Scope>,
+}
+
+/// Where a name declared in a block is seen: the block's first and last position.
+type Scope = (LineColumn, LineColumn);
+
+/// `at` is inside `scope`.
+fn in_scope(scope: &Scope, at: LineColumn) -> bool {
+    let key = |p: LineColumn| (p.line, p.column);
+    key(scope.0) <= key(at) && key(at) <= key(scope.1)
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
+    fn visit_block(&mut self, b: &'a syn::Block) {
+        let span = b.brace_token.span.join();
+        let outer = self.block.replace((span.start(), span.end()));
+        syn::visit::visit_block(self, b);
+        self.block = outer;
+    }
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
         let owner = self.owner.take();
         let unused = self.unused(&f.vis, &f.attrs, &f.sig.ident);
@@ -1152,6 +1171,7 @@ impl<'a> Collector<'a, '_> {
         if mentions_text(ty) {
             let i = self.ix.consts.len();
             self.ix.consts.push((self.file, expr));
+            self.ix.const_scopes.push(self.block);
             self.ix
                 .const_names
                 .entry(name.to_string())
@@ -1253,6 +1273,7 @@ impl<'a> Index<'a> {
             by_name: HashMap::new(),
             consts: Vec::new(),
             const_names: HashMap::new(),
+            const_scopes: Vec::new(),
             fields: HashMap::new(),
             structs: HashMap::new(),
             statics: HashMap::new(),
@@ -1275,6 +1296,7 @@ impl<'a> Index<'a> {
                 owner: None,
                 module: None,
                 impl_trait: None,
+                block: None,
             }
             .visit_file(&p.ast);
         }

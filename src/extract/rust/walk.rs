@@ -1069,9 +1069,23 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(h) = self.static_handle(&name) {
             return Value::Handle(h);
         }
-        // A string constant of this file (or, if unique, of another).
+        // A string constant of the innermost block around the use, else of this file's
+        // modules (or, if unique, of another file).
+        let at = path.span().start();
         let konst = self.ix.const_names.get(&name).and_then(|all| {
-            let here = all.iter().find(|&&i| self.ix.consts[i].0 == self.file);
+            let mine = |i: &&usize| self.ix.consts[**i].0 == self.file;
+            let local = all
+                .iter()
+                .filter(mine)
+                .filter_map(|&i| Some((i, self.ix.const_scopes[i]?)))
+                .filter(|(_, scope)| super::in_scope(scope, at))
+                .max_by_key(|(_, scope)| (scope.0.line, scope.0.column))
+                .map(|(i, _)| i);
+            let here = local.as_ref().or_else(|| {
+                all.iter()
+                    .filter(mine)
+                    .find(|&&i| self.ix.const_scopes[i].is_none())
+            });
             match (here, all.as_slice()) {
                 (Some(&i), _) | (None, &[i]) => Some(self.ix.consts[i]),
                 _ => None,
