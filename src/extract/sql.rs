@@ -580,8 +580,61 @@ fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
         for_each_row,
         function: function.into(),
         transition,
+        requires: when_requires(src, &t[on..execute]),
         span,
     })
+}
+
+/// The `NEW.col = 'value'` conjuncts of a trigger's `WHEN (..)`, when it is nothing but
+/// conjuncts of that form and others it does not constrain values with (`OLD.col != 'value'`).
+fn when_requires(src: &str, t: &[Token]) -> Vec<(Name, String)> {
+    let Some(at) = t.iter().position(|w| w.is(src, "when")) else {
+        return Vec::new();
+    };
+    let inner = &t[at + 1..];
+    if !inner.first().is_some_and(|p| p.is_punct(src, "(")) {
+        return Vec::new();
+    }
+    let mut depth = 0usize;
+    let mut parts: Vec<Vec<&Token>> = vec![Vec::new()];
+    for tok in inner {
+        if tok.is_punct(src, "(") {
+            depth += 1;
+            if depth == 1 {
+                continue;
+            }
+        } else if tok.is_punct(src, ")") {
+            depth -= 1;
+            if depth == 0 {
+                break;
+            }
+        } else if depth == 1 && tok.is(src, "or") {
+            return Vec::new();
+        } else if depth == 1 && tok.is(src, "and") {
+            parts.push(Vec::new());
+            continue;
+        }
+        if let Some(p) = parts.last_mut() {
+            p.push(tok);
+        }
+    }
+    parts
+        .iter()
+        .filter_map(|p| match p.as_slice() {
+            [new, dot, col, eq, lit]
+                if new.is(src, "new")
+                    && dot.is_punct(src, ".")
+                    && eq.is_punct(src, "=")
+                    && lit.text(src).starts_with('\'') =>
+            {
+                Some((
+                    col.text(src).to_ascii_lowercase().into(),
+                    lit.text(src).to_string(),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The name of the routine a `CREATE FUNCTION|PROCEDURE` defines, and its number of parameters.

@@ -244,6 +244,10 @@ pub struct Trigger {
     /// `REFERENCING OLD TABLE AS o NEW TABLE AS n`: the transition tables its function reads,
     /// the rows of the firing statement alone.
     pub transition: Vec<Name>,
+    /// `WHEN (NEW.col = 'value' AND ..)`: the new row's columns and the literal values the
+    /// condition requires of them (none read when any part of it is something else at the top
+    /// level, such as an `OR`).
+    pub requires: Vec<(Name, String)>,
     /// The `CREATE TRIGGER` statement.
     pub span: Span,
 }

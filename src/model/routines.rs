@@ -112,6 +112,24 @@ pub fn drop_transition_reads(units: &mut [Unit], triggers: &[Trigger]) {
     }
 }
 
+/// The write gives a column a literal value other than the one the trigger's `WHEN` requires
+/// of the new row (`SET status = 'failed'` against `WHEN (NEW.status = 'completed')`): the
+/// trigger does not fire for it.
+fn excluded_by_when(t: &Trigger, f: &Facts) -> bool {
+    let given = f
+        .sets
+        .iter()
+        .map(|s| (&s.column, &s.value))
+        .chain(f.inserts.iter().map(|(c, o)| (c, o)));
+    given.into_iter().any(|(c, o)| {
+        let literal = o.params.is_empty() && o.idents.is_empty() && o.text.starts_with('\'');
+        literal
+            && t.requires
+                .iter()
+                .any(|(col, want)| col == c && want.as_str() != o.text.as_str())
+    })
+}
+
 pub fn inline(units: &mut [Unit], triggers: &[Trigger]) {
     // By name and number of parameters (overloads differ in it); a name defined twice alike
     // is not followed.
@@ -272,6 +290,7 @@ impl Expander<'_> {
         self.triggers
             .iter()
             .filter(move |t| Some(t.table.as_str()) == table && t.events.has(f.kind) == Some(true))
+            .filter(move |t| !excluded_by_when(t, f))
             .map(|t| (*t, t.before))
     }
 
