@@ -6,6 +6,7 @@ pub mod rust;
 pub mod session;
 pub mod sql;
 pub mod sqlc;
+mod trigger;
 
 use sqlparser::dialect::{
     Dialect as ParserDialect, GenericDialect, MsSqlDialect, MySqlDialect, PostgreSqlDialect,
