@@ -579,10 +579,58 @@ fn params(src: &str, t: &[Token]) -> Vec<(Option<String>, bool)> {
     let Some(open) = t.iter().position(|t| t.is_punct(src, "(")) else {
         return Vec::new();
     };
+    let Some(list) = paren_group(src, &t[open..], |tok| tok.is_punct(src, ",")) else {
+        return Vec::new();
+    };
+    // A parameter the list does not close is not read.
+    let done = list.parts.len() - usize::from(!list.closed);
     let mut names = Vec::new();
-    let mut depth = 0;
-    let mut arg: Vec<&Token> = Vec::new();
-    for tok in &t[open..] {
+    for arg in &list.parts[..done] {
+        let words: Vec<&&Token> = arg
+            .iter()
+            .skip_while(|a| {
+                ["in", "out", "inout", "variadic"]
+                    .iter()
+                    .any(|m| a.is(src, m))
+            })
+            .collect();
+        // A name is followed by its type; a lone type is an unnamed parameter.
+        let out = arg.first().is_some_and(|a| a.is(src, "out"));
+        if words.len() >= 2 && words[0].kind == Kind::Word {
+            names.push((Some(words[0].text(src).to_ascii_lowercase()), out));
+        } else if !words.is_empty() {
+            names.push((None, out));
+        }
+    }
+    names
+}
+
+/// The parenthesised group `t` opens with, cut at its top-level tokens that `cut` picks.
+pub(super) struct Group<'t> {
+    /// The tokens between the cuts, nested groups included.
+    pub parts: Vec<Vec<&'t Token>>,
+    /// The tokens it was cut at, in order.
+    pub cuts: Vec<&'t Token>,
+    /// The group closes within `t`.
+    pub closed: bool,
+}
+
+/// [`Group`] of `t`; `None` when `t` does not open with `(`.
+pub(super) fn paren_group<'t>(
+    src: &str,
+    t: &'t [Token],
+    cut: impl Fn(&Token) -> bool,
+) -> Option<Group<'t>> {
+    if !t.first()?.is_punct(src, "(") {
+        return None;
+    }
+    let mut g = Group {
+        parts: vec![Vec::new()],
+        cuts: Vec::new(),
+        closed: false,
+    };
+    let mut depth = 0usize;
+    for tok in t {
         if tok.is_punct(src, "(") {
             depth += 1;
             if depth == 1 {
@@ -590,32 +638,20 @@ fn params(src: &str, t: &[Token]) -> Vec<(Option<String>, bool)> {
             }
         } else if tok.is_punct(src, ")") {
             depth -= 1;
-        }
-        if depth == 0 || (depth == 1 && tok.is_punct(src, ",")) {
-            let words: Vec<&&Token> = arg
-                .iter()
-                .skip_while(|a| {
-                    ["in", "out", "inout", "variadic"]
-                        .iter()
-                        .any(|m| a.is(src, m))
-                })
-                .collect();
-            // A name is followed by its type; a lone type is an unnamed parameter.
-            let out = arg.first().is_some_and(|a| a.is(src, "out"));
-            if words.len() >= 2 && words[0].kind == Kind::Word {
-                names.push((Some(words[0].text(src).to_ascii_lowercase()), out));
-            } else if !words.is_empty() {
-                names.push((None, out));
-            }
-            arg.clear();
             if depth == 0 {
+                g.closed = true;
                 break;
             }
+        } else if depth == 1 && cut(tok) {
+            g.cuts.push(tok);
+            g.parts.push(Vec::new());
             continue;
         }
-        arg.push(tok);
+        if let Some(p) = g.parts.last_mut() {
+            p.push(tok);
+        }
     }
-    names
+    Some(g)
 }
 
 /// The text of a string token and where each of its bytes is in the host.

@@ -1,7 +1,7 @@
 //! `CREATE TRIGGER`: the table and events a trigger fires on, its timing, its function, the
 //! transition tables it names and the values its `WHEN` requires of the new row.
 
-use super::sql::routine_name_at;
+use super::sql::{paren_group, routine_name_at};
 use crate::model::*;
 use crate::parse::lex::Token;
 use crate::source::Span;
@@ -66,34 +66,15 @@ fn when_requires(src: &str, t: &[Token]) -> Vec<(Name, String)> {
     let Some(at) = t.iter().position(|w| w.is(src, "when")) else {
         return Vec::new();
     };
-    let inner = &t[at + 1..];
-    if !inner.first().is_some_and(|p| p.is_punct(src, "(")) {
+    let Some(condition) = paren_group(src, &t[at + 1..], |w| w.is(src, "and") || w.is(src, "or"))
+    else {
+        return Vec::new();
+    };
+    if condition.cuts.iter().any(|c| c.is(src, "or")) {
         return Vec::new();
     }
-    let mut depth = 0usize;
-    let mut parts: Vec<Vec<&Token>> = vec![Vec::new()];
-    for tok in inner {
-        if tok.is_punct(src, "(") {
-            depth += 1;
-            if depth == 1 {
-                continue;
-            }
-        } else if tok.is_punct(src, ")") {
-            depth -= 1;
-            if depth == 0 {
-                break;
-            }
-        } else if depth == 1 && tok.is(src, "or") {
-            return Vec::new();
-        } else if depth == 1 && tok.is(src, "and") {
-            parts.push(Vec::new());
-            continue;
-        }
-        if let Some(p) = parts.last_mut() {
-            p.push(tok);
-        }
-    }
-    parts
+    condition
+        .parts
         .iter()
         .filter_map(|p| match p.as_slice() {
             [new, dot, col, eq, lit]
