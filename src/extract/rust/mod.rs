@@ -1300,7 +1300,7 @@ impl<'a> Index<'a> {
             }
             .visit_file(&p.ast);
         }
-        let mut packages = HashMap::new();
+        let mut packages = modules::Packages::default();
         let dead: Vec<bool> = parsed
             .iter()
             .map(|p| modules.uncompiled(&p.path, &mut packages))

@@ -58,17 +58,15 @@ impl Modules {
 
     /// No crate compiles the file at `path`: it lies under its package's `src/` (not
     /// `src/bin/`), is not `src/lib.rs` or `src/main.rs`, the package's root was read, and
-    /// nothing declares or names it. `packages` caches each folder's package.
-    pub(super) fn uncompiled(
-        &self,
-        path: &Path,
-        packages: &mut HashMap<PathBuf, Option<PathBuf>>,
-    ) -> bool {
+    /// nothing declares or names it. `packages` caches each folder's package and each
+    /// package's manifest.
+    pub(super) fn uncompiled(&self, path: &Path, packages: &mut Packages) -> bool {
         let path = absolute(path);
         let Some(dir) = path.parent() else {
             return false;
         };
         let package = packages
+            .of_dir
             .entry(dir.to_path_buf())
             .or_insert_with(|| {
                 dir.ancestors()
@@ -99,13 +97,26 @@ impl Modules {
         };
         let file_name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
         let declared = name.is_none_or(|n| self.declared.contains(n));
-        let named = || {
+        let mut named = || {
             self.named.contains(file_name)
-                || std::fs::read_to_string(package.join("Cargo.toml"))
-                    .is_ok_and(|m| m.contains(&rel))
+                || packages
+                    .manifests
+                    .entry(package.clone())
+                    .or_insert_with(|| {
+                        std::fs::read_to_string(package.join("Cargo.toml")).unwrap_or_default()
+                    })
+                    .contains(&rel)
         };
         !declared && !named()
     }
+}
+
+/// Packages found while judging a workspace's files: each folder's, and each package's
+/// `Cargo.toml` (read once, when a file there is declared nowhere).
+#[derive(Default)]
+pub(super) struct Packages {
+    of_dir: HashMap<PathBuf, Option<PathBuf>>,
+    manifests: HashMap<PathBuf, String>,
 }
 
 fn absolute(p: &Path) -> PathBuf {
