@@ -114,7 +114,8 @@ impl<'u> Flow<'u> {
             if !f.extra().assigns.is_empty() {
                 let mut from: Vec<usize> =
                     used.iter().flat_map(|(_, o)| o.iter().copied()).collect();
-                if !f.reads.is_empty() {
+                // A read's result, or the rows a write returned (`RETURNING .. INTO`).
+                if !f.reads.is_empty() || !f.writes.is_empty() {
                     from.push(a.step.seq);
                 }
                 from.sort_unstable();
@@ -171,6 +172,15 @@ impl<'u> Flow<'u> {
     /// The reads (by `seq`) whose results the variables of the step at position `at` carry.
     pub fn var_origins(&self, at: usize) -> impl Iterator<Item = usize> + '_ {
         self.origins[at].iter().flat_map(|(_, o)| o.iter().copied())
+    }
+
+    /// The reads (by `seq`) whose results the variable `var` carries at position `at`: none
+    /// when its value comes from no read (a parameter, a constant).
+    pub fn origins_of(&self, at: usize, var: &str) -> &[usize] {
+        self.origins[at]
+            .iter()
+            .find(|(u, _)| *u == var)
+            .map_or(&[][..], |(_, o)| o.as_slice())
     }
 
     /// Does `o`, in the step at position `w`, carry data from the read `r`: a bound host value

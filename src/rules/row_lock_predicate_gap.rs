@@ -371,7 +371,19 @@ fn set_invariant(
         .iter()
         .map(|p| value_key(&p.value, agg.step))
         .collect();
-    let keyed = !lock_keys.is_empty() && lock_keys.iter().all(|(_, v)| set_keys.contains(v));
+    // Or the set is keyed by a value read from the locked row (`SELECT id INTO v_team ..
+    // FOR UPDATE`, then `count(*) .. WHERE team_id = v_team`).
+    let from_lock = flow.position(agg_step.seq).is_some_and(|ai| {
+        agg_step.facts.filters.iter().any(|p| {
+            let [var] = p.value.idents.as_slice() else {
+                return false;
+            };
+            p.value.params.is_empty()
+                && flow.origins_of(ai, var.split('.').next().unwrap_or(var)) == [l.step.seq]
+        })
+    });
+    let keyed =
+        (!lock_keys.is_empty() && lock_keys.iter().all(|(_, v)| set_keys.contains(v))) || from_lock;
     if keyed && every_writer_locks(cx, set, &locked) {
         return None;
     }

@@ -393,6 +393,7 @@ fn finding(
             .iter()
             .any(|g| g.seq < r.step.seq && guards(g, r.step))
             || keyed_by_held_row(w.txn, r.step)
+            || keyed_by_held_var(flow, ri, w.txn)
             || !rf.row_locks.is_empty()
             || w.txn.isolation == Isolation::Serializable)
     {
@@ -681,6 +682,31 @@ fn keyed_by_held_row(tx: &Transaction, r: &Step) -> bool {
     !params.is_empty()
         && params.iter().all(|p| keys.iter().any(|i| i.param == *p))
         && from_held_rows(&tx.steps, r.seq, &keys)
+}
+
+/// PL/pgSQL's form of [`keyed_by_held_row`]: the read is keyed by a variable (`WHERE
+/// consumer_id = v_consumer`) whose value comes only from rows the transaction holds
+/// exclusively (`SELECT id INTO v_consumer .. FOR UPDATE`, `UPDATE .. RETURNING id INTO ..`).
+/// Two runs that could disagree test the same value, so they meet at that row first. One such
+/// conjunct is enough: every row the read decides on has that value.
+fn keyed_by_held_var(flow: &Flow, ri: usize, tx: &Transaction) -> bool {
+    let r = flow.steps[ri].step;
+    let holds = |seq: &usize| {
+        tx.steps.iter().any(|s| {
+            s.seq == *seq
+                && s.seq < r.seq
+                && (matches!(s.facts.kind, StmtKind::Update | StmtKind::Insert)
+                    || s.facts.row_locks.iter().any(RowLock::waits_exclusive))
+        })
+    };
+    r.facts.filters.iter().any(|p| {
+        let v = &p.value;
+        let [var] = v.idents.as_slice() else {
+            return false;
+        };
+        let origins = flow.origins_of(ri, var.split('.').next().unwrap_or(var));
+        v.params.is_empty() && is_var(var, r) && !origins.is_empty() && origins.iter().all(holds)
+    })
 }
 
 /// The insert writes the key the read checked (`WHERE email = $1`, then `INSERT .. (email)
