@@ -439,6 +439,13 @@ impl Front {
                     })
                     .collect();
                 unit.choices = parsed.choices;
+                let names = |c: &[String]| c.iter().map(|c| Name::from(c.as_str())).collect();
+                unit.change_arms = parsed
+                    .change_arms
+                    .iter()
+                    .map(|(arm, c)| (*arm, names(c)))
+                    .collect();
+                unit.changed_after = parsed.changed_after.as_ref().map(|(at, c)| (*at, names(c)));
                 unit.event_arms = parsed
                     .events
                     .iter()

@@ -3,7 +3,8 @@
 
 use super::sql::{paren_group, routine_name_at};
 use crate::model::*;
-use crate::parse::lex::Token;
+use crate::parse::changes::{ColumnTest, column_test};
+use crate::parse::lex::{Kind, Token};
 use crate::source::Span;
 
 /// `CREATE [OR REPLACE] [CONSTRAINT] TRIGGER name BEFORE|AFTER event [OR ..] ON table ..
@@ -48,7 +49,28 @@ pub(super) fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
             }
         }
     }
+    // `UPDATE OF a, b`: the columns run up to the next event or `ON`.
+    let mut changes: Vec<Name> = Vec::new();
+    let events_clause = &t[after_name + 1..on];
+    if let Some(of) = events_clause
+        .windows(2)
+        .position(|w| w[0].is(src, "update") && w[1].is(src, "of"))
+    {
+        changes = events_clause[of + 2..]
+            .iter()
+            .take_while(|w| !w.is(src, "or"))
+            .filter(|w| !w.is_punct(src, ","))
+            .map(|w| match w.kind {
+                Kind::QuotedIdent => Name::from(w.text(src).trim_matches('"')),
+                _ => Name::from(w.text(src).to_ascii_lowercase().as_str()),
+            })
+            .collect();
+    }
+    if changes.is_empty() {
+        changes = when_changes(src, &t[on..execute]);
+    }
     Some(Trigger {
+        changes,
         table: table.into(),
         events,
         before,
@@ -58,6 +80,21 @@ pub(super) fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
         requires: when_requires(src, &t[on..execute]),
         span,
     })
+}
+
+/// `WHEN (NEW.a IS DISTINCT FROM OLD.a OR ..)`: the columns of which an `UPDATE` must change one.
+fn when_changes(src: &str, t: &[Token]) -> Vec<Name> {
+    let Some(at) = t.iter().position(|w| w.is(src, "when")) else {
+        return Vec::new();
+    };
+    let Some(group) = paren_group(src, &t[at + 1..], |_| false) else {
+        return Vec::new();
+    };
+    let tokens: Vec<Token> = group.parts.concat().into_iter().cloned().collect();
+    match column_test(src, &tokens) {
+        Some(ColumnTest::Changed(cols)) => cols.iter().map(|c| Name::from(c.as_str())).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The `NEW.col = 'value'` conjuncts of a trigger's `WHEN (..)`, when it is nothing but
@@ -123,5 +160,35 @@ mod tests {
              WHEN (NEW.status = 'done' OR NEW.kind = 'x') EXECUTE FUNCTION f()",
         );
         assert!(t.requires.is_empty() && t.transition.is_empty());
+    }
+
+    #[test]
+    fn reads_the_columns_an_update_must_change() {
+        let changes = |sql: &str| parsed(sql).changes;
+        assert_eq!(
+            changes(
+                "CREATE TRIGGER t BEFORE UPDATE OF status, \"Owner\" OR DELETE ON docs \
+                 FOR EACH ROW EXECUTE FUNCTION f()"
+            ),
+            vec![Name::from("status"), Name::from("Owner")]
+        );
+        assert_eq!(
+            changes(
+                "CREATE TRIGGER t AFTER UPDATE ON docs FOR EACH ROW \
+                 WHEN (OLD.status IS DISTINCT FROM NEW.status OR NEW.a <> OLD.a) \
+                 EXECUTE FUNCTION f()"
+            ),
+            vec![Name::from("status"), Name::from("a")]
+        );
+        // Both changed, or anything else: any update may fire it.
+        for sql in [
+            "CREATE TRIGGER t AFTER UPDATE ON docs FOR EACH ROW \
+             WHEN (NEW.a <> OLD.a AND NEW.b <> OLD.b) EXECUTE FUNCTION f()",
+            "CREATE TRIGGER t AFTER UPDATE ON docs FOR EACH ROW \
+             WHEN (NEW.status = 'done') EXECUTE FUNCTION f()",
+            "CREATE TRIGGER t AFTER UPDATE ON docs FOR EACH ROW EXECUTE FUNCTION f()",
+        ] {
+            assert!(changes(sql).is_empty(), "{sql}");
+        }
     }
 }

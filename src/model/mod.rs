@@ -98,6 +98,12 @@ pub struct Unit {
     choice_of: std::sync::OnceLock<Vec<u32>>,
     /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`).
     pub event_arms: Vec<(usize, TriggerEvents)>,
+    /// Arms of a trigger function that run only when the firing `UPDATE` changes one of these
+    /// columns (`IF NEW.a IS DISTINCT FROM OLD.a THEN`).
+    pub change_arms: Vec<(usize, Vec<Name>)>,
+    /// A trigger function's early `RETURN` when none of these columns changed: what runs after
+    /// that position runs only when the firing `UPDATE` changes one of them.
+    pub changed_after: Option<(usize, Vec<Name>)>,
     /// Test code (`#[test]`, `#[cfg(test)]`, files under `tests/` or `benches/`): the core rules
     /// skip it unless `include_tests = true`.
     pub test: bool,
@@ -131,6 +137,8 @@ impl Unit {
             choices: Vec::new(),
             choice_of: std::sync::OnceLock::new(),
             event_arms: Vec::new(),
+            change_arms: Vec::new(),
+            changed_after: None,
             test: false,
             unused: false,
             runner: None,
@@ -248,6 +256,9 @@ pub struct Trigger {
     /// condition requires of them (none read when any part of it is something else at the top
     /// level, such as an `OR`).
     pub requires: Vec<(Name, String)>,
+    /// `UPDATE OF a, b`, or `WHEN (NEW.a IS DISTINCT FROM OLD.a OR ..)`: an `UPDATE` fires it
+    /// only when it sets one of these columns (none: any `UPDATE`).
+    pub changes: Vec<Name>,
     /// The `CREATE TRIGGER` statement.
     pub span: Span,
 }

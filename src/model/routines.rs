@@ -60,19 +60,41 @@ struct Callee<'a> {
     arms: usize,
     /// Arms that run only for some trigger events.
     events: Vec<(usize, TriggerEvents)>,
+    /// Arms, and the body after a position, that run only when an `UPDATE` changes one of
+    /// these columns (see [`Unit::change_arms`], [`Unit::changed_after`]).
+    change_arms: Vec<(usize, Vec<Name>)>,
+    changed_after: Option<(usize, Vec<Name>)>,
 }
 
 impl Callee<'_> {
-    /// Statement `b` of the body runs when the routine is fired by a statement of `kind`: no
-    /// arm on its path is for other events only.
-    fn runs_for(&self, b: &Step, kind: StmtKind) -> bool {
+    /// Statement `k` of the body runs when the routine is fired by `firing`: no arm on its path
+    /// is for other events only, or needs a column changed that the `UPDATE` does not set.
+    fn runs_for(&self, k: usize, firing: &Facts) -> bool {
+        let b = &self.body[k];
+        let unset = |cols: &[Name]| set_columns(firing).is_some_and(|s| !sets_one_of(&s, cols));
         b.branch.iter().all(|a| {
             self.events
                 .iter()
                 .filter(|(arm, _)| arm == a)
-                .all(|(_, e)| e.has(kind).unwrap_or(true))
-        })
+                .all(|(_, e)| e.has(firing.kind).unwrap_or(true))
+                && !self.change_arms.iter().any(|(arm, c)| arm == a && unset(c))
+        }) && !self
+            .changed_after
+            .as_ref()
+            .is_some_and(|(at, c)| self.orig[k] > *at && unset(c))
     }
+}
+
+/// One of `cols` is among the columns set (names compared as SQL folds unquoted ones).
+fn sets_one_of(set: &[&str], cols: &[Name]) -> bool {
+    cols.iter()
+        .any(|c| set.iter().any(|s| s.eq_ignore_ascii_case(c)))
+}
+
+/// The columns an `UPDATE` sets, when they are known (a parsed statement).
+fn set_columns(f: &Facts) -> Option<Vec<&str>> {
+    (f.kind == StmtKind::Update && f.parsed && !f.sets.is_empty())
+        .then(|| f.sets.iter().map(|s| s.column.as_str()).collect())
 }
 
 /// What runs around one statement: routines it calls and triggers on what it writes.
@@ -263,6 +285,8 @@ impl Expander<'_> {
                 choices,
                 arms: arms.get(),
                 events: unit.event_arms.clone(),
+                change_arms: unit.change_arms.clone(),
+                changed_after: unit.changed_after.clone(),
             },
         );
     }
@@ -291,6 +315,9 @@ impl Expander<'_> {
             .iter()
             .filter(move |t| Some(t.table.as_str()) == table && t.events.has(f.kind) == Some(true))
             .filter(move |t| !excluded_by_when(t, f))
+            .filter(move |t| {
+                t.changes.is_empty() || set_columns(f).is_none_or(|s| sets_one_of(&s, &t.changes))
+            })
             .map(|t| (*t, t.before))
     }
 
@@ -327,7 +354,7 @@ impl Expander<'_> {
                 let arm = renumber(a, callee);
                 // Positions in the body of the statements that run for this event.
                 let runs: Vec<usize> = (0..callee.body.len())
-                    .filter(|&k| callee.runs_for(&callee.body[k], step.facts.kind))
+                    .filter(|&k| callee.runs_for(k, &step.facts))
                     .collect();
                 let copies = runs
                     .iter()

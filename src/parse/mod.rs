@@ -1,6 +1,7 @@
 //! From SQL text to statement facts: splitting, PL/pgSQL bodies, tokens and sqlparser.
 
 pub mod ast;
+pub mod changes;
 pub mod facts;
 pub mod feed;
 pub mod gaps;

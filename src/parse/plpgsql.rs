@@ -11,6 +11,7 @@
 //! are alternatives; a loop body is an arm of its own), the conditions they are taken on, and
 //! the exits (`RETURN`, `RAISE EXCEPTION`), in one program order with the statements.
 
+use super::changes::{ColumnTest, column_test};
 use super::lex::{Kind, Lexer, Token};
 use super::split::RawStatement;
 use crate::source::Dialect;
@@ -84,6 +85,12 @@ pub struct Body {
     /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`,
     /// and the `ELSE` after it), with the events as [`TG_INSERT`] | [`TG_UPDATE`] | ... bits.
     pub events: Vec<(usize, u8)>,
+    /// Arms of a trigger function that run only when the firing `UPDATE` changes one of these
+    /// columns (`IF NEW.a IS DISTINCT FROM OLD.a THEN`, the `ELSE` of `IF NEW.a = OLD.a THEN`).
+    pub change_arms: Vec<(usize, Vec<String>)>,
+    /// `IF NEW.a IS NOT DISTINCT FROM OLD.a [AND ..] THEN RETURN ..; END IF;` at the top of the
+    /// body: what runs after that exit (by position) runs only when one of the columns changed.
+    pub changed_after: Option<(usize, Vec<String>)>,
     /// Where a statement sits in more than [`MAX_NESTING`] open structures (body offset): the
     /// arms deeper than that are read as the one enclosing them.
     pub too_deep: Option<usize>,
@@ -108,6 +115,9 @@ enum Frame {
         group: usize,
         conds: Vec<usize>,
         claimed: u8,
+        /// The chain's first condition holds only when none of these columns changed: the arms
+        /// after the first run only when one did.
+        unchanged: Option<Vec<String>>,
     },
     /// `CASE`: its choice group, the selector statement, whether a `WHEN` started.
     Case {
@@ -350,6 +360,19 @@ impl Reader<'_> {
         self.seq += 1;
         let range = self.t[at].start..self.t[at].end;
         let branch = self.branch(range.start);
+        // `RETURN` in the first arm of an `IF` on unchanged columns, in the body's own block:
+        // the rest of the body runs only when one of them changed.
+        if let [
+            (Frame::Block { .. }, None),
+            (Frame::If { unchanged, .. }, Some(arm)),
+        ] = self.frames.as_slice()
+            && let Some(cols) = unchanged
+            && !fails
+            && self.out.changed_after.is_none()
+            && self.out.choices.iter().any(|g| g.first() == Some(arm))
+        {
+            self.out.changed_after = Some((self.seq, cols.clone()));
+        }
         self.out.exits.push(PlExit {
             seq: self.seq,
             branch,
@@ -437,16 +460,22 @@ impl Reader<'_> {
                             group,
                             conds,
                             claimed,
+                            unchanged,
                         },
                         _,
-                    )) => Some((*group, conds.clone(), *claimed)),
-                    Some((Frame::Case { group, conds }, _)) => Some((*group, conds.clone(), 0)),
+                    )) => Some((*group, conds.clone(), *claimed, unchanged.clone())),
+                    Some((Frame::Case { group, conds }, _)) => {
+                        Some((*group, conds.clone(), 0, None))
+                    }
                     _ => None,
                 };
-                if let Some((g, c, claimed)) = top {
+                if let Some((g, c, claimed, unchanged)) = top {
                     self.arm(Some(g), &c);
                     if claimed != 0 {
                         self.out.events.push((self.next_arm, TG_ALL & !claimed));
+                    }
+                    if let Some(cols) = unchanged {
+                        self.out.change_arms.push((self.next_arm, cols));
                     }
                 }
                 i += 1;
@@ -498,13 +527,19 @@ impl Reader<'_> {
                 self.emit(i + 1, stop, "SELECT ", None, Vec::new());
                 let cond = self.emitted(i + 1);
                 let tests = self.tg_op_events(i + 1, stop);
+                let columns = column_test(self.src, &self.t[i + 1..stop]);
                 if opens {
                     let group = self.choice();
+                    let unchanged = match &columns {
+                        Some(ColumnTest::Unchanged(cols)) => Some(cols.clone()),
+                        _ => None,
+                    };
                     self.frames.push((
                         Frame::If {
                             group,
                             conds: Vec::new(),
                             claimed: 0,
+                            unchanged,
                         },
                         None,
                     ));
@@ -514,6 +549,7 @@ impl Reader<'_> {
                         group,
                         conds,
                         claimed,
+                        unchanged,
                     },
                     _,
                 )) = self.frames.last_mut()
@@ -522,10 +558,20 @@ impl Reader<'_> {
                     // An `ELSIF` runs only for the events the tests before it did not claim.
                     let events = tests.unwrap_or(TG_ALL) & !*claimed;
                     *claimed |= tests.unwrap_or(0);
+                    // Only when a column changed: this arm's test says so, or the chain's
+                    // first said none did and this is a later arm.
+                    let changed = match (columns, opens) {
+                        (Some(ColumnTest::Changed(cols)), _) => Some(cols),
+                        (_, false) => unchanged.clone(),
+                        _ => None,
+                    };
                     let (g, c) = (*group, conds.clone());
                     self.arm(Some(g), &c);
                     if events != TG_ALL {
                         self.out.events.push((self.next_arm, events));
+                    }
+                    if let Some(cols) = changed {
+                        self.out.change_arms.push((self.next_arm, cols));
                     }
                 }
                 i = stop + 1;
@@ -771,6 +817,82 @@ mod tests {
         assert_eq!(b.declared, vec!["v", "r"]);
         assert_eq!(b.statements[0].assigns, vec!["v"]);
         assert_eq!(b.statements[5].assigns, vec!["v"]);
+    }
+
+    #[test]
+    fn trigger_arms_know_the_columns_they_need_changed() {
+        let body = "
+        BEGIN
+            IF NEW.total <> OLD.total OR (OLD.\"Owner\" IS DISTINCT FROM NEW.\"Owner\") THEN
+                UPDATE totals SET n = n + 1;
+            END IF;
+            IF NEW.a = OLD.a AND NEW.b IS NOT DISTINCT FROM OLD.b THEN
+                INSERT INTO same VALUES (1);
+            ELSIF NEW.c > 0 THEN
+                INSERT INTO grew VALUES (1);
+            ELSE
+                INSERT INTO moved VALUES (1);
+            END IF;
+            IF NEW.a <> OLD.a AND NEW.b <> OLD.b THEN
+                INSERT INTO both VALUES (1);
+            END IF;
+            RETURN NEW;
+        END;";
+        let b = read_body(body, Dialect::Postgres);
+        let cols = |text: &str| {
+            let st = b
+                .statements
+                .iter()
+                .find(|s| s.raw.sql.contains(text))
+                .expect("statement");
+            let mut out: Vec<String> = b
+                .change_arms
+                .iter()
+                .filter(|(arm, _)| st.branch.contains(arm))
+                .flat_map(|(_, c)| c.clone())
+                .collect();
+            out.sort();
+            out
+        };
+        assert_eq!(cols("totals"), vec!["Owner", "total"]);
+        assert_eq!(cols("same"), Vec::<String>::new());
+        assert_eq!(cols("grew"), vec!["a", "b"]);
+        assert_eq!(cols("moved"), vec!["a", "b"]);
+        // `AND` of changes needs both: not a test of any one column.
+        assert_eq!(cols("both"), Vec::<String>::new());
+        assert_eq!(b.changed_after, None);
+    }
+
+    #[test]
+    fn an_early_return_on_unchanged_columns_guards_the_rest_of_the_body() {
+        let body = "
+        BEGIN
+            IF NEW.path IS NOT DISTINCT FROM OLD.path AND NEW.parent = OLD.parent THEN
+                RETURN NEW;
+            END IF;
+            UPDATE realms SET full_path = '' WHERE parent = NEW.id;
+            RETURN NULL;
+        END;";
+        let b = read_body(body, Dialect::Postgres);
+        let (after, cols) = b.changed_after.clone().expect("a guard");
+        assert_eq!(cols, vec!["path", "parent"]);
+        assert!(
+            b.statements
+                .iter()
+                .any(|s| s.seq > after && s.raw.sql.contains("realms"))
+        );
+        // Nested in another structure, or refusing with an error, it guards nothing after it.
+        for body in [
+            "BEGIN IF x THEN IF NEW.a = OLD.a THEN RETURN NEW; END IF; END IF; RETURN NULL; END;",
+            "BEGIN IF NEW.a = OLD.a THEN RAISE EXCEPTION 'same'; END IF; RETURN NULL; END;",
+            "BEGIN IF NEW.a = OLD.a THEN NULL; ELSE RETURN NEW; END IF; RETURN NULL; END;",
+        ] {
+            assert_eq!(
+                read_body(body, Dialect::Postgres).changed_after,
+                None,
+                "{body}"
+            );
+        }
     }
 
     #[test]
