@@ -1185,3 +1185,122 @@ impl Migration {
     // Only the migration trait's `up`: an inherent method of the same name is application code.
     assert_eq!(once, vec![true, false]);
 }
+
+#[test]
+fn indoc_macros_are_the_sql_they_unindent() {
+    let src = r#"
+async fn f(pool: &PgPool, table: &str) {
+    sqlx::query(indoc::indoc! {"
+        UPDATE jobs SET state = 'x' WHERE id = $1
+    "}).bind(1).execute(pool).await;
+    sqlx::query(concatdoc!("
+        DELETE FROM ", "jobs WHERE id = $1
+    ")).bind(1).execute(pool).await;
+    let q = formatdoc!("
+        INSERT INTO {table} (id) VALUES ($1)
+    ");
+    sqlx::query(&q).bind(1).execute(pool).await;
+}
+"#;
+    let u = units(src, "");
+    let f = unit(&u, "f");
+    let kinds: Vec<String> = steps(f)
+        .iter()
+        .map(|(_, s)| {
+            format!(
+                "{:?} {:?}",
+                s.facts.kind,
+                s.facts
+                    .writes
+                    .iter()
+                    .map(|t| t.name.to_string())
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "Update [\"jobs\"]".to_string(),
+            "Delete [\"jobs\"]".to_string(),
+            // The table is a hole: a name txlint does not know.
+            "Insert [\"_______\"]".to_string(),
+        ]
+    );
+    // The statement sits where its literal is.
+    let (_, first) = steps(f)[0];
+    assert_eq!(&src[first.span.range()].trim()[..11], "UPDATE jobs");
+}
+
+#[test]
+fn handles_through_newtypes_and_error_adapters() {
+    let src = r#"
+pub struct DbConnection(pub PgConnection);
+
+async fn newtype(db: DbConnection) -> sqlx::Result<()> {
+    let DbConnection(mut conn) = db;
+    sqlx::query("UPDATE jobs SET state = 'x' WHERE id = $1").bind(1).execute(&mut conn).await?;
+    Ok(())
+}
+
+async fn adapters(pool: &deadpool_postgres::Pool) -> anyhow::Result<()> {
+    let client = pool.get().await.map_err(|e| anyhow::anyhow!(e))?;
+    client.execute("UPDATE jobs SET state = 'y' WHERE id = $1", &[&1]).await?;
+    let other = pool.get().await.context("no connection")?;
+    other.execute("UPDATE jobs SET state = 'z' WHERE id = $1", &[&1]).await?;
+    Ok(())
+}
+"#;
+    let u = units(src, "");
+    assert_eq!(
+        shape(unit(&u, "newtype")),
+        vec![(Scope::Autocommit, Executor::Connection, 1)]
+    );
+    assert_eq!(
+        shape(unit(&u, "adapters")),
+        vec![
+            (Scope::Autocommit, Executor::PooledConnection, 1),
+            (Scope::Autocommit, Executor::PooledConnection, 1)
+        ]
+    );
+}
+
+#[test]
+fn an_if_on_a_constant_flag_takes_one_arm() {
+    let src = r#"
+async fn get(client: &tokio_postgres::Client, id: i64, for_update: bool) {
+    let lock = if for_update { "FOR UPDATE" } else { "" };
+    let sql = format!("SELECT * FROM quotes WHERE id = $1 {lock}");
+    client.query_one(&sql, &[&id]).await;
+}
+
+async fn plain(client: &tokio_postgres::Client) {
+    get(client, 1, false).await;
+}
+
+async fn locked(client: &tokio_postgres::Client) {
+    get(client, 1, !false).await;
+}
+
+async fn changing(client: &tokio_postgres::Client, x: bool) {
+    let mut flag = false;
+    if x {
+        flag = true;
+    }
+    get(client, 1, flag).await;
+}
+"#;
+    let u = units(src, "");
+    let locks = |name: &str| -> Vec<bool> {
+        steps(unit(&u, name))
+            .iter()
+            .map(|(_, s)| !s.facts.row_locks.is_empty())
+            .collect()
+    };
+    assert_eq!(locks("plain"), vec![false]);
+    assert_eq!(locks("locked"), vec![true]);
+    // A `mut` binding may change before the call: both texts stay.
+    let mut both = locks("changing");
+    both.sort();
+    assert_eq!(both, vec![false, true]);
+}

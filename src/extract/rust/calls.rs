@@ -145,9 +145,11 @@ impl<'a> Walker<'a, '_> {
                 | "into" | "clone" | "build" | "build_query_as" | "build_query_scalar" | "sql",
                 Value::Sql(_),
             ) => receiver,
+            // Error adapters pass the handle on (`pool.get().await.map_err(..)?`).
             (
                 "as_mut" | "as_ref" | "deref_mut" | "deref" | "clone" | "borrow_mut" | "lock"
-                | "unwrap" | "expect",
+                | "unwrap" | "expect" | "map_err" | "context" | "with_context" | "wrap_err"
+                | "wrap_err_with" | "change_context" | "inspect_err",
                 Value::Handle(_),
             ) => receiver,
             // `self.inner.write().await`, `state.lock().unwrap()`: an exclusive lock's guard.
@@ -671,7 +673,13 @@ impl<'a> Walker<'a, '_> {
                 Some(Value::Sql(s)) => self.include_str(&s.text),
                 _ => Value::None,
             },
-            "concat" => {
+            // `indoc!` (and `concatdoc!`, `formatdoc!` below) only strip indentation, which SQL
+            // does not see: the literal is the statement, at its place in the source.
+            "indoc" => match args.first().map(|a| self.expr(a)) {
+                Some(Value::Sql(s)) => Value::Sql(s),
+                _ => Value::None,
+            },
+            "concat" | "concatdoc" => {
                 let mut out: Option<Sql> = None;
                 for a in &args {
                     match (self.expr(a), out.take()) {
@@ -682,7 +690,7 @@ impl<'a> Walker<'a, '_> {
                 }
                 out.map_or(Value::None, Value::Sql)
             }
-            "format" => {
+            "format" | "formatdoc" => {
                 let first = args.first().map(|a| self.expr(a));
                 self.exprs(args.iter().skip(1));
                 match first {
@@ -730,6 +738,7 @@ impl<'a> Walker<'a, '_> {
         };
         let mut edits = Vec::new();
         let mut template = false;
+        let mut filled = false;
         let mut choices: Vec<(usize, Vec<String>)> = Vec::new();
         for (range, what) in placeholders(&fmt.text) {
             let name = match what {
@@ -756,6 +765,9 @@ impl<'a> Walker<'a, '_> {
                         let texts = v.alts.iter().map(|a| a.text.clone());
                         choices.push((edits.len(), texts.collect::<Vec<_>>()));
                     }
+                    // The text put in may differ between the places the code is walked from
+                    // (a helper given `for_update = false` here, `true` there).
+                    filled = true;
                     v.text
                 }
                 _ => {
@@ -798,6 +810,7 @@ impl<'a> Walker<'a, '_> {
             text,
             map,
             template: fmt.template || template,
+            chosen: fmt.chosen || filled,
             alts,
             ..fmt
         }

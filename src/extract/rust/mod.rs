@@ -1578,6 +1578,9 @@ enum Value {
     /// The guard of an exclusive in-process lock (`self.inner.write().await`, `m.lock()`),
     /// named by the lock (`Controller.inner`): handles reached through it are used under it.
     Guard(crate::model::Name),
+    /// `true` or `false` as written, or a name bound to one that cannot change (an argument
+    /// of a call walked in place, a `let` without `mut`): an `if` on it takes one arm.
+    Bool(bool),
 }
 
 /// A closure held for the function it was handed to: its syntax, the variables it sees and

@@ -554,6 +554,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             syn::Pat::Ident(p) => {
                 let name = p.ident.to_string();
                 let value = match value {
+                    // A name that can change is not a constant.
+                    Value::Bool(_) if p.mutability.is_some() => Value::None,
                     Value::None => match types::of_variable_name(&name) {
                         Some(kind) => Value::Handle(self.handle_of_kind(kind)),
                         None => Value::None,
@@ -578,7 +580,23 @@ impl<'a, 'w> Walker<'a, 'w> {
                 }
             }
             syn::Pat::Reference(r) => self.bind(&r.pat, value),
-            syn::Pat::TupleStruct(t) if t.elems.len() == 1 => self.bind(&t.elems[0], value),
+            // `let DbConnection(mut conn) = db;`: a newtype's one field is the handle it holds.
+            syn::Pat::TupleStruct(t) if t.elems.len() == 1 => {
+                let value = match value {
+                    Value::Object(owner) if !matches!(t.elems[0], syn::Pat::Rest(_)) => {
+                        match self.ix.handle_structs.get(&*owner) {
+                            Some(&(kind, dialect)) => {
+                                let mut h = self.handle_of_kind(kind);
+                                h.dialect = dialect;
+                                Value::Handle(h)
+                            }
+                            None => Value::Object(owner),
+                        }
+                    }
+                    v => v,
+                };
+                self.bind(&t.elems[0], value)
+            }
             _ => {}
         }
     }
@@ -779,7 +797,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Group(g) => self.expr(&g.expr),
             E::Await(a) => self.expr(&a.base),
             E::Cast(c) => self.expr(&c.expr),
-            E::Unary(u) => self.expr(&u.expr),
+            E::Unary(u) => match (self.expr(&u.expr), &u.op) {
+                (Value::Bool(b), syn::UnOp::Not(_)) => Value::Bool(!b),
+                (Value::Bool(_), _) => Value::None,
+                (v, _) => v,
+            },
             E::Try(t) => {
                 let before = self.seq;
                 self.async_tried =
@@ -830,6 +852,15 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             E::If(i) => {
                 let v = self.expr(&i.cond);
+                // A condition known where the code is walked (`get(conn, id, false)` into `if
+                // for_update { " FOR UPDATE" } else { "" }`): only that arm runs.
+                if let Value::Bool(b) = v {
+                    return match (b, &i.else_branch) {
+                        (true, _) => self.block_value(&i.then_branch),
+                        (false, Some((_, other))) => self.expr(other),
+                        (false, None) => Value::None,
+                    };
+                }
                 let from = self.flow_of(&v, &i.cond);
                 // `if let Err(e) = x` is taken when `x` failed; so is the else of `if let Ok(..)`.
                 let (pat, data) = match &*i.cond {
@@ -1027,8 +1058,10 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     pub(super) fn literal(&mut self, lit: &syn::Lit) -> Value {
-        let syn::Lit::Str(s) = lit else {
-            return Value::None;
+        let s = match lit {
+            syn::Lit::Str(s) => s,
+            syn::Lit::Bool(b) => return Value::Bool(b.value),
+            _ => return Value::None,
         };
         let p = self.parsed();
         let r = p.range(s);
