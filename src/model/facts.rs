@@ -107,6 +107,11 @@ pub struct Extra {
     /// conflict it sets them whatever the row already there holds (see
     /// [`Step::overwrites`](crate::model::Step::overwrites)).
     pub conflict_sets: List<(Name, Operand)>,
+    /// The columns the insert's `NOT EXISTS` on its own table tests otherwise than by `col =
+    /// value` (`path >= $1 AND path < $2`): rows other than one key's.
+    pub absent_tests: List<Name>,
+    /// `ON CONFLICT (a, b)`: the columns of the conflict target.
+    pub conflict_on: List<Name>,
     /// `CREATE [TEMP] TABLE t`: `t`, and whether it is temporary. Until its transaction commits
     /// no other transaction sees the table (a temporary one, never): nothing races on it.
     pub created: Option<Box<(Name, bool)>>,
@@ -137,6 +142,8 @@ static NO_EXTRA: Extra = Extra {
     condition: None,
     tests: List::new(),
     conflict_sets: List::new(),
+    absent_tests: List::new(),
+    conflict_on: List::new(),
     created: None,
 };
 

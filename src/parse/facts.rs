@@ -884,6 +884,7 @@ impl Reader<'_> {
             || !s.calls.is_empty()
             || !s.tests.is_empty()
             || !s.conflict_sets.is_empty()
+            || !s.conflict_on.is_empty()
             || s.condition.is_some()
         {
             let e = f.extra_mut();
@@ -913,6 +914,8 @@ impl Reader<'_> {
                 Box::new(o)
             });
             e.tests = s.tests.into_iter().map(Name::from).collect();
+            e.absent_tests = s.absent_tests.into_iter().map(Name::from).collect();
+            e.conflict_on = s.conflict_on.into_iter().map(Name::from).collect();
             e.conflict_sets = s
                 .conflict_sets
                 .into_iter()

@@ -8,8 +8,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AlterTableOperation, AssignmentTarget, ColumnOption, DoUpdate, Expr, FromTable, Ident,
-    ObjectName, OnConflict, OnConflictAction, OnInsert, SelectItem, SetExpr, Statement,
+    AlterTableOperation, AssignmentTarget, ColumnOption, ConflictTarget, DoUpdate, Expr, FromTable,
+    Ident, ObjectName, OnConflict, OnConflictAction, OnInsert, SelectItem, SetExpr, Statement,
     TableConstraint, TableFactor, UpdateTableFromKind, Value, visit_expressions,
 };
 
@@ -17,7 +17,7 @@ use crate::model::{ForeignKey, Operand, Pred, SetItem, TableDdl};
 
 mod predicates;
 use predicates::{
-    all_tests, and_parts, claim, claim_from, compared, conjuncts, picked_by, tests_again,
+    all_tests, and_parts, by_tests, claim, claim_from, compared, conjuncts, picked_by, tests_again,
 };
 
 /// Where an identifier of the statement text is: a byte offset into the text sqlparser saw.
@@ -67,6 +67,11 @@ pub struct Structure {
     pub tests: Vec<String>,
     /// `INSERT .. ON CONFLICT .. DO UPDATE SET c = v` with no `WHERE`: its `SET` items.
     pub conflict_sets: Vec<(String, Operand)>,
+    /// The columns that `NOT EXISTS` (see `absent`) tests otherwise than by `col = value`
+    /// (`path >= $1 AND path < $2`, `state <> 'done'`).
+    pub absent_tests: Vec<String>,
+    /// `ON CONFLICT (a, b)`: the conflict target's columns.
+    pub conflict_on: Vec<String>,
 }
 
 const AGGREGATES: &[&str] = &[
@@ -316,6 +321,16 @@ pub fn structure(
                 }
             }
             if let Some(OnInsert::OnConflict(OnConflict {
+                conflict_target:
+                    Some(ConflictTarget::Columns {
+                        columns: target, ..
+                    }),
+                ..
+            })) = &ins.on
+            {
+                s.conflict_on = target.iter().map(name).collect();
+            }
+            if let Some(OnInsert::OnConflict(OnConflict {
                 action:
                     OnConflictAction::DoUpdate(DoUpdate {
                         assignments,
@@ -355,6 +370,8 @@ pub fn structure(
                         } = part
                         {
                             s.absent.extend(picked_by(subquery, &table_name(table)));
+                            s.absent_tests
+                                .extend(by_tests(subquery, &table_name(table)));
                         }
                     }
                 }

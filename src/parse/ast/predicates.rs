@@ -181,7 +181,7 @@ fn picks(q: &Query, table: &str) -> impl Iterator<Item = String> {
 
 /// The columns `SELECT .. FROM <table> WHERE ..` (that one table) tests otherwise than by
 /// `col = value`: `worker IS NULL`, `run_at <= now()`, `attempts < 5`, `state <> 'done'`.
-fn by_tests(q: &Query, table: &str) -> Vec<String> {
+pub(super) fn by_tests(q: &Query, table: &str) -> Vec<String> {
     let Some(w) = own_where(q, table) else {
         return Vec::new();
     };

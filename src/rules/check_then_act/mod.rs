@@ -220,6 +220,9 @@ fn insert_unless_exists(
 ) -> Option<Diagnostic> {
     let f = &step.facts;
     let e = f.extra();
+    if f.on_conflict && report == Report::Races {
+        return conflict_key_misses_check(cx, step);
+    }
     // Compared with parameters, literals or the unit's variables: one key per run. A column
     // of another query (`WHERE name = s.name` over a set) is not.
     if f.kind != StmtKind::Insert
@@ -707,6 +710,80 @@ fn keyed_by_held_var(flow: &Flow, ri: usize, tx: &Transaction) -> bool {
         let origins = flow.origins_of(ri, var.split('.').next().unwrap_or(var));
         v.params.is_empty() && is_var(var, r) && !origins.is_empty() && origins.iter().all(holds)
     })
+}
+
+/// `INSERT .. SELECT .. WHERE NOT EXISTS (SELECT 1 FROM t WHERE path >= $2 AND path < $3) ON
+/// CONFLICT (path) DO NOTHING`: the check is about rows the conflict key does not identify (a
+/// range, another column), so two runs inserting different keys both see none and both insert;
+/// the conflict settles only a duplicate of its own key. Not when the check tests every column
+/// of the conflict target for equality (or, with no target, of a unique key).
+fn conflict_key_misses_check(cx: &Context, step: &Step) -> Option<Diagnostic> {
+    let f = &step.facts;
+    let e = f.extra();
+    let table = f.writes.first()?;
+    if f.kind != StmtKind::Insert
+        || (e.absent.is_empty() && e.absent_tests.is_empty())
+        || !e
+            .absent
+            .iter()
+            .flat_map(|(_, by)| by)
+            .all(|b| e.uses.contains(b))
+        || f.dialect != crate::source::Dialect::Postgres
+        || is_hole(&table.name)
+    {
+        return None;
+    }
+    let checked: Vec<&str> = e.absent.iter().map(|(c, _)| c.as_str()).collect();
+    let schema = cx.program.schema(step.span.file);
+    // Every row the check can find then has the inserted key: a run that would make it fail
+    // inserts that key too, and one of the two meets the conflict.
+    // With no target, only the run's schema tells which unique keys there are.
+    let settled = match e.conflict_on.is_empty() {
+        true => {
+            !schema.declares(&table.name)
+                || schema
+                    .unique_within_row(&table.name, &checked, &given(step), &[] as &[&str])
+                    .is_some()
+        }
+        false => e.conflict_on.iter().all(|c| checked.contains(&c.as_str())),
+    };
+    if settled {
+        return None;
+    }
+    let mut what: Vec<String> = e
+        .absent_tests
+        .iter()
+        .map(|c| format!("`{c}` by a range or condition"))
+        .collect();
+    what.extend(
+        checked
+            .iter()
+            .filter(|c| !e.conflict_on.iter().any(|k| k == *c))
+            .map(|c| format!("`{c}`")),
+    );
+    what.dedup();
+    let message = match e.conflict_on.is_empty() {
+        true => format!(
+            "`WHERE NOT EXISTS` tests {}, and no unique key of `{}` among the checked columns makes `ON CONFLICT` refuse a second such row: two sessions both see none in their snapshots and both insert",
+            what.join(", "),
+            table.name
+        ),
+        false => format!(
+            "`WHERE NOT EXISTS` looks for rows other than the inserted key's (it tests {}), which `ON CONFLICT ({})` does not settle: two sessions inserting different keys both see no such row in their snapshots and both insert",
+            what.join(", "),
+            e.conflict_on.join(", ")
+        ),
+    };
+    Some(
+        Diagnostic::new(
+            &RULE,
+            table.span,
+            message,
+        )
+        .note("inserts unless a row it does not lock exists")
+        .in_step(step)
+        .help("take `pg_advisory_xact_lock` on what the check is about (the range's prefix, the other column's value) before the insert, in the same transaction at READ COMMITTED, or run at SERIALIZABLE and retry"),
+    )
 }
 
 /// The insert writes the key the read checked (`WHERE email = $1`, then `INSERT .. (email)
