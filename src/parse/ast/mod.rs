@@ -74,6 +74,30 @@ pub struct Structure {
     pub conflict_on: Vec<String>,
 }
 
+/// The `SELECT` of a scalar subquery, bare or as `COALESCE`'s first argument.
+fn scalar_subquery(e: &Expr) -> Option<&sqlparser::ast::Select> {
+    let q = match e {
+        Expr::Subquery(q) => q,
+        Expr::Nested(inner) => return scalar_subquery(inner),
+        Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("coalesce") => {
+            let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
+                return None;
+            };
+            match list.args.first()? {
+                sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(e)) => {
+                    return scalar_subquery(e);
+                }
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    match q.body.as_ref() {
+        SetExpr::Select(select) => Some(select),
+        _ => None,
+    }
+}
+
 const AGGREGATES: &[&str] = &[
     "count", "max", "min", "sum", "avg", "bool_and", "bool_or", "every",
 ];
@@ -254,6 +278,28 @@ pub fn structure(
                         Some(Expr::UnaryOp { expr: inner, .. }) => Some(inner.as_ref()),
                         e => e,
                     };
+                    // `v := (SELECT count(*) FROM t WHERE k = v)` (PL/pgSQL evaluates it as
+                    // `SELECT (..)`), also in `COALESCE((..), 0)`: the scalar subquery is the read.
+                    if select.from.is_empty()
+                        && let Some(inner) = expr.and_then(scalar_subquery)
+                    {
+                        for e in inner.projection.iter().filter_map(|i| match i {
+                            SelectItem::UnnamedExpr(e)
+                            | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+                            _ => None,
+                        }) {
+                            if let Expr::Function(f) = e {
+                                let fname = f.name.to_string().to_ascii_lowercase();
+                                if AGGREGATES.contains(&fname.as_str()) {
+                                    s.aggregates.push(fname);
+                                }
+                            }
+                        }
+                        if let Some(w) = &inner.selection {
+                            s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
+                            s.tests = all_tests(w);
+                        }
+                    }
                     match expr {
                         Some(Expr::Function(f)) => {
                             let fname = f.name.to_string().to_ascii_lowercase();

@@ -81,7 +81,9 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             }
         }
         let mut limited = false;
-        // One decision is one race: its first write is the finding, the others are labels.
+        // One decision is one race: its first write is the finding, the others are labels. A
+        // decision is its place in the source: the copies of one trigger's read before each
+        // statement that fires it are one decision.
         let mut found: Vec<(usize, Diagnostic)> = Vec::new();
         for j in 0..flow.steps.len() {
             let w = &flow.steps[j];
@@ -132,7 +134,11 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             else {
                 continue;
             };
-            match found.iter_mut().find(|(r, _)| *r == i) {
+            let decision = flow.steps[i].step.span;
+            match found
+                .iter_mut()
+                .find(|(r, _)| flow.steps[*r].step.span == decision)
+            {
                 Some((_, first)) if report == Report::Races => {
                     first.labels.push(crate::diagnostic::Label {
                         span: d.span,
