@@ -33,6 +33,16 @@ impl Context<'_> {
         self.program.files[span.file].line(span.start())
     }
 
+    /// Where `span` starts, for a message about `from`: `line N` in the same file, else
+    /// `path:N`.
+    pub fn place(&self, span: crate::source::Span, from: crate::source::Span) -> String {
+        if span.file == from.file {
+            format!("line {}", self.line(span))
+        } else {
+            self.at(span)
+        }
+    }
+
     /// `path:line` of a span's start.
     pub fn at(&self, span: crate::source::Span) -> String {
         format!(

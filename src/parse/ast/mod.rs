@@ -74,11 +74,15 @@ pub struct Structure {
     pub conflict_on: Vec<String>,
 }
 
-/// The `SELECT` of a scalar subquery, bare or as `COALESCE`'s first argument.
+/// The `SELECT` of a scalar subquery, bare, as `COALESCE`'s first argument, or compared
+/// (`IF (SELECT count(*) ..) >= 10 THEN`).
 fn scalar_subquery(e: &Expr) -> Option<&sqlparser::ast::Select> {
     let q = match e {
         Expr::Subquery(q) => q,
         Expr::Nested(inner) => return scalar_subquery(inner),
+        Expr::BinaryOp { left, right, .. } => {
+            return scalar_subquery(left).or_else(|| scalar_subquery(right));
+        }
         Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("coalesce") => {
             let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
                 return None;
@@ -279,7 +283,8 @@ pub fn structure(
                         e => e,
                     };
                     // `v := (SELECT count(*) FROM t WHERE k = v)` (PL/pgSQL evaluates it as
-                    // `SELECT (..)`), also in `COALESCE((..), 0)`: the scalar subquery is the read.
+                    // `SELECT (..)`), also in `COALESCE((..), 0)` or an `IF` comparing it: the
+                    // scalar subquery is the read.
                     if select.from.is_empty()
                         && let Some(inner) = expr.and_then(scalar_subquery)
                     {

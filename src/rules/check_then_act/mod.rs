@@ -91,10 +91,13 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             if !matches!(
                 f.kind,
                 StmtKind::Insert | StmtKind::Update | StmtKind::Delete
-            ) || w.txn.scope == Scope::Unknown
-            {
+            ) {
                 continue;
             }
+            // In a transaction txlint does not know (a query file's statement, sent by code it
+            // does not read), only a decision the statement makes itself is judged: a read of
+            // its own `BEFORE` trigger runs in the statement, whatever transaction that is.
+            let unknown = w.txn.scope == Scope::Unknown;
             // The decisions this write can depend on: reads of its table, reads whose results
             // flow into it, reads the branches around it are taken on; nearest first.
             let by_seq = w
@@ -121,6 +124,10 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             let mut candidates: Vec<usize> = of_table
                 .chain(by_seq)
                 .filter(|&i| i < j && (is_decision(&flow.steps[i]) || is_presence(&flow.steps[i])))
+                .filter(|&i| {
+                    let r = &flow.steps[i];
+                    (!unknown && r.txn.scope != Scope::Unknown) || fired_by(r.step, w.step)
+                })
                 .collect();
             candidates.sort_unstable_by(|a, b| b.cmp(a));
             candidates.dedup();
@@ -158,6 +165,12 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
+}
+
+/// `r` is a statement of a trigger (or routine) that `w` runs: a copy listing `w` among its
+/// call sites.
+fn fired_by(r: &Step, w: &Step) -> bool {
+    r.host().calls.contains(&w.span)
 }
 
 /// Where `tx` first takes an advisory transaction lock. A one-statement shape after it is
@@ -288,7 +301,6 @@ fn is_decision(r: &At) -> bool {
         && reads_shared(rf)
         && !rf.extra().aggregates.is_empty()
         && !rf.modifies
-        && r.txn.scope != Scope::Unknown
 }
 
 /// A read of rows by key whose presence code may decide on (`fetch_optional` then `None =>`,
@@ -301,7 +313,6 @@ fn is_presence(r: &At) -> bool {
         && !rf.modifies
         && rf.row_locks.is_empty()
         && !rf.filters.is_empty()
-        && r.txn.scope != Scope::Unknown
 }
 
 /// What the read decides with, for messages.
@@ -459,17 +470,17 @@ fn finding(
     if report == Report::Refusals || refused_before(cx, unit, r, w) {
         return None;
     }
-    let line = cx.line(r.step.span);
+    let place = cx.place(r.step.span, w.step.span);
     let decision = match status {
         Some(t) => format!("`{}` read", t.column),
         None => what(r.step),
     };
     let mut message = format!(
-        "this write depends on the {decision} at line {line} ({how}), but nothing stops another transaction from changing its answer in between"
+        "this write depends on the {decision} at {place} ({how}), but nothing stops another transaction from changing its answer in between"
     );
     if !same_tx {
         message = format!(
-            "this write depends on the {decision} at line {line} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
+            "this write depends on the {decision} at {place} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
         );
     }
     match status {
