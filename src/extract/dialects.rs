@@ -212,10 +212,17 @@ pub fn of_type_name(name: &str, qualified: &[String], args: &[String]) -> Option
         return Some(Dialect::Postgres);
     }
     let by = |n: &str| match n {
-        "SqlitePool" | "SqliteConnection" | "Sqlite" => Some(Dialect::Sqlite),
-        "MySqlPool" | "MySqlConnection" | "MysqlConnection" | "MySql" => Some(Dialect::Mysql),
+        "SqlitePool" | "SqliteConnection" | "SqliteTransaction" | "Sqlite" => Some(Dialect::Sqlite),
+        "MySqlPool"
+        | "MySqlConnection"
+        | "MysqlConnection"
+        | "MySqlTransaction"
+        | "AsyncMysqlConnection"
+        | "MySql" => Some(Dialect::Mysql),
         "MssqlPool" | "MssqlConnection" | "Mssql" => Some(Dialect::Mssql),
-        "PgPool" | "PgConnection" | "Postgres" => Some(Dialect::Postgres),
+        "PgPool" | "PgConnection" | "PgTransaction" | "AsyncPgConnection" | "Postgres" => {
+            Some(Dialect::Postgres)
+        }
         "AnyPool" | "AnyConnection" | "Any" => Some(Dialect::Unknown),
         _ => None,
     };

@@ -70,6 +70,24 @@ impl SessionWalker {
         }
     }
 
+    /// Host code opens a transaction on this session by a call of the driver rather than a
+    /// statement (diesel's `TransactionManager::begin_transaction(conn)`), within the branch
+    /// arms `within`; one already open stays (a nested begin is a savepoint).
+    pub fn open_host(&mut self, begin: Option<Span>, within: &[usize]) {
+        if self.open.is_some() {
+            return;
+        }
+        let mut tx = Transaction::new(
+            Scope::Explicit,
+            Executor::Transaction,
+            self.session_isolation,
+        );
+        tx.set_begin(begin);
+        tx.set_opened_within(within);
+        self.open = Some(tx);
+        self.last_message = None;
+    }
+
     /// Host code sets the open transaction's isolation level when it opens it (diesel's
     /// `build_transaction().serializable()`).
     pub fn isolate(&mut self, isolation: Isolation) {

@@ -440,6 +440,24 @@ impl<'a> Walker<'a, '_> {
             return Value::None;
         };
         let owner = segments.len().checked_sub(2).map(|i| segments[i].as_str());
+        // diesel's `TransactionManager::begin_transaction(conn)` (also as `<C as
+        // AsyncConnection>::TransactionManager::..`): a transaction on that connection's
+        // session, until `commit_transaction` or `rollback_transaction` on it.
+        if let Some(Value::Handle(h)) = args.first()
+            && h.session.is_some()
+            && matches!(
+                name,
+                "begin_transaction" | "commit_transaction" | "rollback_transaction"
+            )
+        {
+            let at = self.call_span(c);
+            let walker = &mut self.walkers[h.walker];
+            match name {
+                "begin_transaction" => walker.open_host(Some(at), &self.branch),
+                _ => walker.end(Some(at)),
+            }
+            return Value::None;
+        }
         if let Some(q) = self
             .diesel_statement(name, &args)
             .or_else(|| self.seaorm_entity(&p.path, c.args.first(), &args))

@@ -15,6 +15,7 @@ mod fallback;
 mod lit;
 mod macros;
 mod modules;
+mod names;
 pub mod prescan;
 mod seaorm;
 mod types;
@@ -883,6 +884,8 @@ struct Index<'a> {
     /// Structs with a field that holds a handle (see [`Value::Object`]), with that handle's
     /// kind and database.
     handle_structs: HashMap<String, (Executor, Option<Dialect>)>,
+    /// The run's type aliases, `use .. as ..` renames and `Deref` targets.
+    names: names::TypeNames<'a>,
     /// Structs with a `Deref`, `DerefMut`, `AsRef` or `AsMut` impl: one of them that holds a
     /// handle stands for it (see [`Index::wrapper`]).
     derefs: HashSet<String>,
@@ -952,12 +955,8 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.owner = owner;
     }
     fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
-        if let Some((f, kind)) = s
-            .fields
-            .iter()
-            .find_map(|f| Some((f, types::of_type(&f.ty, &self.ix.config.rust)?)))
-        {
-            let handle = (kind, types::dialect_of_type(&f.ty));
+        let file = self.file;
+        if let Some(handle) = s.fields.iter().find_map(|f| self.ix.kind_of(&f.ty, file)) {
             self.ix.handle_structs.insert(s.ident.to_string(), handle);
         }
         if matches!(s.fields, syn::Fields::Named(_)) {
@@ -1084,10 +1083,9 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_field(&mut self, f: &'a syn::Field) {
         if let Some(name) = &f.ident
-            && let Some(kind) = types::of_type(&f.ty, &self.ix.config.rust)
+            && let Some((kind, dialect)) = self.ix.kind_of(&f.ty, self.file)
         {
-            let dialect = types::dialect_of_type(&f.ty);
-            let shares = types::shares_transactions(&f.ty);
+            let shares = self.ix.shares_transactions(&f.ty, self.file);
             self.ix
                 .fields
                 .insert(name.to_string(), (kind, dialect, shares));
@@ -1220,8 +1218,7 @@ impl<'a> Collector<'a, '_> {
 
     /// A static that holds a database handle: indexed by name.
     fn handle_static(&mut self, name: &syn::Ident, ty: &syn::Type) {
-        if let Some(kind) = types::of_type(ty, &self.ix.config.rust) {
-            let dialect = types::dialect_of_type(ty);
+        if let Some((kind, dialect)) = self.ix.kind_of(ty, self.file) {
             let once = types::is_once_cell(ty);
             self.ix
                 .statics
@@ -1285,6 +1282,7 @@ impl<'a> Index<'a> {
             joinables: Vec::new(),
             relations: Vec::new(),
             derefs: HashSet::new(),
+            names: names::TypeNames::collect(parsed.iter().map(|p| (p.path.as_path(), &p.ast))),
             field_values: HashMap::new(),
         };
         for (file, p) in parsed.iter().enumerate() {
@@ -1314,16 +1312,21 @@ impl<'a> Index<'a> {
     /// The declared type of field `field` of the struct `owner` names (`impl Tx { .. self.inner
     /// }`): the struct in `file`, else the only one of that name in the run. `None`: no such
     /// struct, or it has no such field.
-    fn field_type(&self, owner: &syn::Type, field: &str, file: usize) -> Option<&'a syn::Type> {
+    fn field_type(
+        &self,
+        owner: &syn::Type,
+        field: &str,
+        file: usize,
+    ) -> Option<(usize, &'a syn::Type)> {
         let all = self.structs.get(&types::type_name(owner)?)?;
-        let (_, s) = match all.as_slice() {
+        let (at, s) = match all.as_slice() {
             [one] => one,
             many => many.iter().find(|(f, _)| *f == file)?,
         };
         s.fields
             .iter()
             .find(|f| f.ident.as_ref().is_some_and(|i| i == field))
-            .map(|f| &f.ty)
+            .map(|f| (*at, &f.ty))
     }
 
     /// The function a call names: one in the caller's file first, else the only one anywhere.
@@ -1341,16 +1344,47 @@ impl<'a> Index<'a> {
     fn handle_method(&self, name: &str) -> Option<usize> {
         self.by_name.get(name)?.iter().copied().find(|&i| {
             let f = &self.fns[i];
-            f.sig.receiver().is_some() && f.owner.is_some_and(|t| self.handle_type(t).is_some())
+            f.sig.receiver().is_some()
+                && f.owner
+                    .is_some_and(|t| self.handle_type(t, f.file).is_some())
         })
     }
 
-    /// The kind and database of a handle type, or of a wrapper of the run around one.
-    fn handle_type(&self, ty: &syn::Type) -> Option<(Executor, Option<Dialect>)> {
-        match types::of_type(ty, &self.config.rust) {
-            Some(kind) => Some((kind, types::dialect_of_type(ty))),
-            None => types::type_name(ty).and_then(|n| self.wrapper(&n)),
+    /// The kind and database of a type of `file`, through the run's names for the driver's
+    /// types (`type Conn = Object<AsyncPgConnection>`). `None`: not a handle type.
+    fn kind_of(&self, ty: &syn::Type, file: usize) -> Option<(Executor, Option<Dialect>)> {
+        let ty = self.names.resolve(ty, file);
+        let kind = types::of_type(&ty, &self.config.rust)?;
+        Some((kind, types::dialect_of_type(&ty)))
+    }
+
+    /// A type of `file` the driver's transactions are too (see [`types::shares_transactions`]),
+    /// or a wrapper of the run that derefs to one (`impl Deref for PermittedConnection { type
+    /// Target = AsyncPgConnection; }`).
+    /// The name as written counts as much as what it resolves to: a project's own
+    /// `type AsyncPgConnection = Object<..>` is still handed the driver's transactions.
+    fn shares_transactions(&self, ty: &syn::Type, file: usize) -> bool {
+        let resolved = self.names.resolve(ty, file);
+        let shares = |t: &syn::Type, at: usize| {
+            types::shares_transactions(t) || types::shares_transactions(&self.names.resolve(t, at))
+        };
+        shares(ty, file)
+            || types::type_name(&resolved)
+                .and_then(|n| self.names.declared_target(&n, file))
+                .is_some_and(|(at, t)| shares(t, at))
+    }
+
+    /// The kind and database of a handle type, or of a wrapper of the run around one: a
+    /// struct that holds one and derefs, or a type whose `Deref` target is one.
+    fn handle_type(&self, ty: &syn::Type, file: usize) -> Option<(Executor, Option<Dialect>)> {
+        if let Some(found) = self.kind_of(ty, file) {
+            return Some(found);
         }
+        let name = types::type_name(&self.names.resolve(ty, file))?;
+        self.wrapper(&name).or_else(|| {
+            let target = self.names.deref_target(&name, file)?;
+            types::of_type(&target, &self.config.rust).map(|k| (k, types::dialect_of_type(&target)))
+        })
     }
 
     /// A struct of the run that stands for the handle it holds (`struct Tx(Transaction<'static,

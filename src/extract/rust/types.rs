@@ -114,7 +114,12 @@ pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Exe
         | "Client"
         | "AsyncPgConnection"
         | "AsyncMysqlConnection" => Executor::Connection,
-        "Transaction" | "DatabaseTransaction" => Executor::Transaction,
+        // sqlx's aliases: `PgTransaction<'c>` is `Transaction<'c, Postgres>`.
+        "Transaction"
+        | "DatabaseTransaction"
+        | "PgTransaction"
+        | "MySqlTransaction"
+        | "SqliteTransaction" => Executor::Transaction,
         _ => return None,
     })
 }
@@ -270,6 +275,10 @@ mod tests {
         );
         assert_eq!(kind("&tokio_postgres::Client"), Some(Executor::Connection));
         assert_eq!(kind("impl PgExecutor<'_>"), Some(Executor::Unknown));
+        assert_eq!(
+            kind("&mut sqlx::PgTransaction<'_>"),
+            Some(Executor::Transaction)
+        );
         assert_eq!(kind("&str"), None);
         let cfg = RustConfig {
             pool_types: vec!["Db".into()],

@@ -123,10 +123,10 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     /// A handle of the kind and database a type names (`&SqlitePool`), or none.
     pub(super) fn typed(&mut self, ty: &syn::Type) -> Option<Handle> {
-        let (kind, dialect) = self.ix.handle_type(ty)?;
+        let (kind, dialect) = self.ix.handle_type(ty, self.file)?;
         let mut h = self.handle_of_kind(kind);
         h.dialect = dialect;
-        if types::shares_transactions(ty) {
+        if self.ix.shares_transactions(ty, self.file) {
             self.inherit(h);
         }
         Some(h)
@@ -1258,11 +1258,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             _ => None,
         };
         let (kind, dialect, shares) = match (own, self.ix.fields.get(&name)) {
-            (Some(ty), _) => (
-                types::of_type(ty, &self.ix.config.rust),
-                types::dialect_of_type(ty),
-                types::shares_transactions(ty),
-            ),
+            (Some((at, ty)), _) => {
+                let found = self.ix.handle_type(ty, at);
+                let shares = self.ix.shares_transactions(ty, at);
+                (found.map(|f| f.0), found.and_then(|f| f.1), shares)
+            }
             (None, Some(&(kind, dialect, shares))) => (Some(kind), dialect, shares),
             (None, None) => (types::of_variable_name(&name), None, false),
         };

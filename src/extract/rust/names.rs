@@ -1,0 +1,298 @@
+//! The names a run's types go by: `type Conn = Object<AsyncPgConnection>;` aliases, `use
+//! deadpool::managed::Object as DeadpoolObject;` renames, and the `Deref` targets of its own
+//! wrappers (`impl Deref for DbConn { type Target = AsyncPgConnection; }`). A type is resolved
+//! through them before its kind is judged, so a project's names for a driver's types are that
+//! driver's types.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use quote::ToTokens;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+
+/// How many aliases deep a name is followed (`type A = B; type B = A;` stops here).
+const DEPTH: usize = 8;
+
+#[derive(Default)]
+pub struct TypeNames<'a> {
+    /// Each file's path, to prefer the declarations nearest a use.
+    paths: Vec<&'a std::path::Path>,
+    /// `type` aliases by name: the file declaring each and the type it stands for.
+    aliases: HashMap<String, Vec<(usize, &'a syn::Type)>>,
+    /// `use .. as ..` renames, per file: the new name to the path it stands for.
+    renames: HashMap<(usize, String), syn::Path>,
+    /// `impl Deref for W { type Target = T; }`: W's name to T, with the file declaring it.
+    targets: HashMap<String, Vec<(usize, &'a syn::Type)>>,
+}
+
+impl<'a> TypeNames<'a> {
+    /// Collect the aliases, renames and `Deref` targets of every file (`files[i]` is file `i`).
+    pub fn collect(files: impl IntoIterator<Item = (&'a std::path::Path, &'a syn::File)>) -> Self {
+        let mut names = TypeNames::default();
+        for (file, (path, ast)) in files.into_iter().enumerate() {
+            names.paths.push(path);
+            Collect {
+                names: &mut names,
+                file,
+            }
+            .visit_file(ast);
+        }
+        names
+    }
+
+    /// `ty` as the driver names it: aliases expanded and renames undone everywhere inside
+    /// (`Arc<Conn>` → `Arc<Object<AsyncPgConnection>>`). Borrowed when nothing changes.
+    pub fn resolve<'t>(&self, ty: &'t syn::Type, file: usize) -> Cow<'t, syn::Type> {
+        if self.aliases.is_empty() && self.renames.is_empty() {
+            return Cow::Borrowed(ty);
+        }
+        let mut out = ty.clone();
+        let mut r = Resolve {
+            names: self,
+            file,
+            depth: 0,
+            changed: false,
+        };
+        r.visit_type_mut(&mut out);
+        if r.changed {
+            Cow::Owned(out)
+        } else {
+            Cow::Borrowed(ty)
+        }
+    }
+
+    /// What the run's type named `name` dereferences to (`impl Deref for DbConn { type Target =
+    /// AsyncPgConnection; }`), resolved: the declaration in `file` first, else the only one.
+    pub fn deref_target(&self, name: &str, file: usize) -> Option<Cow<'a, syn::Type>> {
+        let (at, ty) = self.declared_target(name, file)?;
+        Some(self.resolve(ty, at))
+    }
+
+    /// What the run's type named `name` dereferences to, as written, with the file writing it.
+    pub fn declared_target(&self, name: &str, file: usize) -> Option<(usize, &'a syn::Type)> {
+        self.pick(self.targets.get(name)?, file)
+    }
+}
+
+impl<'a> TypeNames<'a> {
+    /// The declaration of a name to use from `file`: its own, else those of the files nearest
+    /// it (the longest common folder: its crate's own `type Conn` before another crate's), if
+    /// they agree.
+    fn pick(&self, all: &[(usize, &'a syn::Type)], file: usize) -> Option<(usize, &'a syn::Type)> {
+        if let Some(own) = all.iter().find(|(f, _)| *f == file) {
+            return Some(*own);
+        }
+        let near = |f: usize| match (self.paths.get(f), self.paths.get(file)) {
+            (Some(a), Some(b)) => a
+                .parent()
+                .into_iter()
+                .flat_map(|p| p.components())
+                .zip(b.parent().into_iter().flat_map(|p| p.components()))
+                .take_while(|(x, y)| x == y)
+                .count(),
+            _ => 0,
+        };
+        let best = all.iter().map(|(f, _)| near(*f)).max()?;
+        let mut nearest = all.iter().filter(|(f, _)| near(*f) == best);
+        let first = nearest.next()?;
+        let text = |t: &syn::Type| t.to_token_stream().to_string();
+        nearest
+            .all(|(_, t)| text(t) == text(first.1))
+            .then_some(*first)
+    }
+}
+
+struct Collect<'n, 'a> {
+    names: &'n mut TypeNames<'a>,
+    file: usize,
+}
+
+impl<'a> Visit<'a> for Collect<'_, 'a> {
+    fn visit_item_type(&mut self, t: &'a syn::ItemType) {
+        let at = (self.file, &*t.ty);
+        let name = t.ident.to_string();
+        self.names.aliases.entry(name).or_default().push(at);
+    }
+    fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
+        let mut prefix = Vec::new();
+        self.use_tree(&u.tree, &mut prefix);
+    }
+    fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
+        let derefs = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
+        if derefs.is_some_and(|s| s.ident == "Deref")
+            && let syn::Type::Path(p) = &*i.self_ty
+            && let Some(owner) = p.path.segments.last()
+        {
+            for item in &i.items {
+                if let syn::ImplItem::Type(t) = item
+                    && t.ident == "Target"
+                {
+                    let at = (self.file, &t.ty);
+                    let name = owner.ident.to_string();
+                    self.names.targets.entry(name).or_default().push(at);
+                }
+            }
+        }
+        syn::visit::visit_item_impl(self, i);
+    }
+    // Function bodies declare no names other files use, and are most of a file.
+    fn visit_block(&mut self, _: &'a syn::Block) {}
+}
+
+impl Collect<'_, '_> {
+    fn use_tree(&mut self, tree: &syn::UseTree, prefix: &mut Vec<syn::Ident>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.clone());
+                self.use_tree(&p.tree, prefix);
+                prefix.pop();
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(t, prefix);
+                }
+            }
+            syn::UseTree::Rename(r) if r.ident != r.rename && r.ident != "self" => {
+                let segments = prefix.iter().chain([&r.ident]).cloned();
+                let path = syn::Path {
+                    leading_colon: None,
+                    segments: segments.map(syn::PathSegment::from).collect(),
+                };
+                let key = (self.file, r.rename.to_string());
+                self.names.renames.insert(key, path);
+            }
+            _ => {}
+        }
+    }
+}
+
+struct Resolve<'n, 'a> {
+    names: &'n TypeNames<'a>,
+    file: usize,
+    depth: usize,
+    changed: bool,
+}
+
+impl VisitMut for Resolve<'_, '_> {
+    fn visit_type_mut(&mut self, ty: &mut syn::Type) {
+        if let syn::Type::Path(p) = ty
+            && p.qself.is_none()
+            && self.depth < DEPTH
+            && let Some(last) = p.path.segments.last()
+        {
+            let name = last.ident.to_string();
+            let alias = self.names.aliases.get(&name).and_then(|all| {
+                let (at, aliased) = self.names.pick(all, self.file)?;
+                // `type Pool = sqlx::Pool<Postgres>`: a name for itself is no alias.
+                let same = matches!(aliased, syn::Type::Path(a) if a.path.segments.last().is_some_and(|s| s.ident == name));
+                (!same).then_some((at, aliased))
+            });
+            if let Some((at, aliased)) = alias {
+                *ty = aliased.clone();
+                self.changed = true;
+                let (file, depth) = (self.file, self.depth);
+                self.file = at;
+                self.depth += 1;
+                self.visit_type_mut(ty);
+                self.file = file;
+                self.depth = depth;
+                return;
+            }
+            if let Some(path) = self.names.renames.get(&(self.file, name)) {
+                let args = last.arguments.clone();
+                p.path = path.clone();
+                if let Some(l) = p.path.segments.last_mut() {
+                    l.arguments = args;
+                }
+                self.changed = true;
+            }
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(files: &[(&str, &str)]) -> Vec<(std::path::PathBuf, syn::File)> {
+        let parse = |(p, f): &(&str, &str)| (p.into(), syn::parse_file(f).unwrap());
+        files.iter().map(parse).collect()
+    }
+
+    fn collect(files: &[(std::path::PathBuf, syn::File)]) -> TypeNames<'_> {
+        TypeNames::collect(files.iter().map(|(p, f)| (p.as_path(), f)))
+    }
+
+    fn text(t: &syn::Type) -> String {
+        t.to_token_stream().to_string().replace(' ', "")
+    }
+
+    #[test]
+    fn aliases_and_renames_resolve_to_the_drivers_types() {
+        let files = names(&[
+            (
+                "a/src/db.rs",
+                "use deadpool::managed::Object as DeadpoolObject; type Conn = DeadpoolObject<AsyncPgConnection>;",
+            ),
+            (
+                "b/src/lib.rs",
+                "use sqlx::Transaction as Tx; type Pool = sqlx::Pool<Postgres>;",
+            ),
+        ]);
+        let n = collect(&files);
+        let ty: syn::Type = syn::parse_str("Arc<Conn>").unwrap();
+        assert_eq!(
+            text(&n.resolve(&ty, 0)),
+            "Arc<deadpool::managed::Object<AsyncPgConnection>>"
+        );
+        // The other file's alias, the only one of its name; its renames are its own.
+        let ty: syn::Type = syn::parse_str("&mut Conn").unwrap();
+        assert_eq!(
+            text(&n.resolve(&ty, 1)),
+            "&mutdeadpool::managed::Object<AsyncPgConnection>"
+        );
+        let ty: syn::Type = syn::parse_str("Tx<'static, Postgres>").unwrap();
+        assert_eq!(
+            text(&n.resolve(&ty, 1)),
+            "sqlx::Transaction<'static,Postgres>"
+        );
+        assert!(matches!(n.resolve(&ty, 0), Cow::Borrowed(_)));
+        // A name for itself stays.
+        let ty: syn::Type = syn::parse_str("Pool").unwrap();
+        assert!(matches!(n.resolve(&ty, 1), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_nearest_declaration_is_used_and_disagreeing_ones_are_not() {
+        let files = names(&[
+            (
+                "pg/src/pool.rs",
+                "type Conn = PgConnection; type A = B; type B = A;",
+            ),
+            ("lite/src/pool.rs", "type Conn = SqliteConnection;"),
+            ("lite/src/db/mod.rs", "fn f() {}"),
+            ("main.rs", "fn g() {}"),
+        ]);
+        let n = collect(&files);
+        let conn: syn::Type = syn::parse_str("Conn").unwrap();
+        assert_eq!(text(&n.resolve(&conn, 1)), "SqliteConnection");
+        assert_eq!(text(&n.resolve(&conn, 2)), "SqliteConnection");
+        assert!(matches!(n.resolve(&conn, 3), Cow::Borrowed(_)));
+        let a: syn::Type = syn::parse_str("A").unwrap();
+        let _ = n.resolve(&a, 0); // ends
+    }
+
+    #[test]
+    fn deref_targets() {
+        let files = names(&[(
+            "src/db.rs",
+            "type Inner = AsyncPgConnection; enum DbConn { A(Box<Inner>) } impl Deref for DbConn { type Target = Inner; fn deref(&self) -> &Inner { todo!() } }",
+        )]);
+        let n = collect(&files);
+        let t = n.deref_target("DbConn", 0).unwrap();
+        assert_eq!(text(&t), "AsyncPgConnection");
+        assert!(n.deref_target("Other", 0).is_none());
+    }
+}
