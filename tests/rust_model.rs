@@ -1304,3 +1304,49 @@ async fn changing(client: &tokio_postgres::Client, x: bool) {
     both.sort();
     assert_eq!(both, vec![false, true]);
 }
+
+#[test]
+fn handles_a_function_declares_it_returns() {
+    let src = r#"
+pub type Conn = deadpool::managed::Object<AsyncPgConnection>;
+
+pub struct Storage { inner: Inner }
+
+impl Storage {
+    pub fn conn(&mut self) -> &mut PgConnection { self.inner.raw() }
+}
+
+async fn get_conn() -> anyhow::Result<Conn> { make().await }
+
+async fn dal(s: &mut Storage) -> sqlx::Result<()> {
+    sqlx::query("UPDATE a SET x = 1 WHERE id = 1").execute(s.conn()).await?;
+    sqlx::query("UPDATE a SET x = 2 WHERE id = 1").execute(s.conn()).await?;
+    Ok(())
+}
+
+async fn getter() -> anyhow::Result<()> {
+    diesel::sql_query("UPDATE a SET x = 3 WHERE id = 1").execute(&mut get_conn().await?).await?;
+    diesel::sql_query("UPDATE a SET x = 4 WHERE id = 1").execute(&mut get_conn().await?).await?;
+    Ok(())
+}
+"#;
+    let u = units(src, "");
+    // `s.conn()` hands out one connection, the caller's: one session, its transactions the
+    // caller's to say.
+    let dal = unit(&u, "dal");
+    let s = steps(dal);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[0].0.executor, Executor::Connection);
+    assert!(s[0].1.session.is_some());
+    assert_eq!(s[0].1.session, s[1].1.session);
+    let session = s[0].1.session.and_then(|i| dal.sessions.get(i));
+    assert!(session.is_some_and(|s| s.inherited && s.acquired.is_none()));
+    // Each call of the getter takes a pooled connection of its own.
+    let getter = unit(&u, "getter");
+    let s = steps(getter);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[0].0.executor, Executor::PooledConnection);
+    assert_ne!(s[0].1.session, s[1].1.session);
+    let taken = |i: usize| s[i].1.session.and_then(|k| getter.sessions.get(k));
+    assert!(taken(0).is_some_and(|s| s.acquired.is_some() && !s.inherited));
+}

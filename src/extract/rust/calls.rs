@@ -216,6 +216,16 @@ impl<'a> Walker<'a, '_> {
                 if let Value::Handle(_) = returned {
                     return returned;
                 }
+                // What the method declares it returns, where its body gave no handle or its
+                // receiver's type is not known (`self.storage.conn()`, `state.db.get_pool()`).
+                let declared = match method {
+                    Some(i) => self.ix.returned_handle(i),
+                    None => self.ix.returned_by_every(&name, true),
+                };
+                if let Some(r) = declared {
+                    let text = format!("{}.{name}()", self.text_of(&m.receiver));
+                    return self.declared_handle(r, text, at);
+                }
                 // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
                 data_of(std::iter::once(&receiver).chain(&args).chain([&returned]))
             }
@@ -578,6 +588,20 @@ impl<'a> Walker<'a, '_> {
             if !matches!(returned, Value::None) {
                 return returned;
             }
+        }
+        // `get_async_db_conn().await?`: a function of the run whose declared type is a handle.
+        let declared = match self.ix.function(name, self.file) {
+            Some(i) => self.ix.returned_handle(i),
+            None => self.ix.returned_by_every(name, false),
+        };
+        if let Some(r) = declared {
+            let at = self.call_span(c);
+            let text = format!(
+                "{}({})",
+                segments.join("::"),
+                self.arg_texts(c.args.iter()).join(", ")
+            );
+            return self.declared_handle(r, text, at);
         }
         // `Tx(tx)`: a wrapper of the run around the handle it is given stands for it.
         if self.ix.wrapper(name).is_some()

@@ -17,6 +17,7 @@ mod macros;
 mod modules;
 mod names;
 pub mod prescan;
+mod returns;
 mod seaorm;
 mod types;
 mod walk;

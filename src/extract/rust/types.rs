@@ -124,6 +124,53 @@ pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Exe
     })
 }
 
+/// What a function declared to return `ty` gives when it succeeds: the `T` of `Result<T, E>`,
+/// `Option<T>`, a project's `DbResult<T>` and `impl Future<Output = T>`; else `ty`.
+pub fn returned(ty: &syn::Type) -> &syn::Type {
+    fn first_type(args: &syn::PathArguments) -> Option<&syn::Type> {
+        match args {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            }),
+            _ => None,
+        }
+    }
+    match ty {
+        syn::Type::Paren(p) => returned(&p.elem),
+        syn::Type::Group(g) => returned(&g.elem),
+        syn::Type::Path(p) => {
+            let Some(last) = p.path.segments.last() else {
+                return ty;
+            };
+            let name = last.ident.to_string();
+            match first_type(&last.arguments) {
+                Some(t) if name == "Option" || name.ends_with("Result") => returned(t),
+                _ => ty,
+            }
+        }
+        syn::Type::ImplTrait(t) => t
+            .bounds
+            .iter()
+            .find_map(|b| match b {
+                syn::TypeParamBound::Trait(t) => t.path.segments.last().and_then(|s| {
+                    let syn::PathArguments::AngleBracketed(a) = &s.arguments else {
+                        return None;
+                    };
+                    a.args.iter().find_map(|g| match g {
+                        syn::GenericArgument::AssocType(a) if a.ident == "Output" => {
+                            Some(returned(&a.ty))
+                        }
+                        _ => None,
+                    })
+                }),
+                _ => None,
+            })
+            .unwrap_or(ty),
+        _ => ty,
+    }
+}
+
 /// A cell set once whose `get` hands out what it holds (`OnceCell<PgPool>`, `OnceLock<..>`):
 /// `POOL.get()` is the pool, not a connection taken from it.
 pub fn is_once_cell(ty: &syn::Type) -> bool {
@@ -254,6 +301,24 @@ mod tests {
 
     fn kind(ty: &str) -> Option<Executor> {
         of_type(&syn::parse_str(ty).unwrap(), &RustConfig::default())
+    }
+
+    #[test]
+    fn returned_types_look_through_results_options_and_futures() {
+        let ret = |t: &str| {
+            let ty: syn::Type = syn::parse_str(t).unwrap();
+            kind(&quote::ToTokens::to_token_stream(returned(&ty)).to_string())
+        };
+        assert_eq!(ret("Result<PgPool, Error>"), Some(Executor::Pool));
+        assert_eq!(
+            ret("DbResult<&mut PgConnection>"),
+            Some(Executor::Connection)
+        );
+        assert_eq!(
+            ret("impl Future<Output = anyhow::Result<Option<PgPool>>>"),
+            Some(Executor::Pool)
+        );
+        assert_eq!(ret("Vec<PgPool>"), None);
     }
 
     #[test]

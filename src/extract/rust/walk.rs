@@ -163,7 +163,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     /// `h` came from the caller as a type its transactions are too (see [`Session::inherited`]).
-    fn inherit(&mut self, h: Handle) {
+    pub(super) fn inherit(&mut self, h: Handle) {
         if let Some(s) = h.session.and_then(|s| self.sessions.get_mut(s)) {
             s.inherited = true;
         }

@@ -1,0 +1,75 @@
+//! Handles a call gives back by the declared return type of the function it calls, where
+//! walking the function found none: `fn conn(&mut self) -> &mut PgConnection` (the field it
+//! hands out), `async fn get_conn() -> Result<AsyncPgPoolConnection>` (a connection taken from
+//! a global pool), a method whose receiver's type is not known but whose every declaration in
+//! the run returns one kind of handle.
+
+use super::{Executor, Index, Value, Walker, types};
+use crate::source::{Dialect, Span};
+
+/// What a function's declared type says it returns: kind, database, and whether the handle's
+/// transactions may be the caller's (see [`types::shares_transactions`]).
+type Returned = (Executor, Option<Dialect>, bool);
+
+impl Index<'_> {
+    /// The handle function `i` returns by its declared type, through `Result`, `Option`
+    /// (also a project's `DbResult<T>`) and `impl Future<Output = ..>`. `None` for a generic
+    /// executor, which says nothing of the kind.
+    pub(super) fn returned_handle(&self, i: usize) -> Option<Returned> {
+        let f = &self.fns[i];
+        let syn::ReturnType::Type(_, ty) = &f.sig.output else {
+            return None;
+        };
+        let ty = types::returned(ty);
+        let (kind, dialect) = self.handle_type(ty, f.file)?;
+        (kind != Executor::Unknown).then(|| (kind, dialect, self.shares_transactions(ty, f.file)))
+    }
+
+    /// The handle every function named `name` of the run returns (methods only, for a
+    /// method call), when they agree on its kind: a receiver whose type txlint does not know
+    /// (`state.db.get_pool()`), or one function per database behind `cfg` features (whose
+    /// database is then not known).
+    pub(super) fn returned_by_every(&self, name: &str, method: bool) -> Option<Returned> {
+        let all = self.by_name.get(name)?;
+        let mut kinds = all.iter().map(|&i| {
+            let f = &self.fns[i];
+            (f.sig.receiver().is_some() == method)
+                .then(|| self.returned_handle(i))
+                .flatten()
+        });
+        let (kind, dialect, shares) = kinds.next()??;
+        let mut same_db = true;
+        for k in kinds {
+            let (k, d, s) = k?;
+            if (k, s) != (kind, shares) {
+                return None;
+            }
+            same_db &= d == dialect;
+        }
+        Some((kind, dialect.filter(|_| same_db), shares))
+    }
+}
+
+impl Walker<'_, '_> {
+    /// The handle a call (`text`, at `at`) gives back by what its function declares: a pool;
+    /// a connection whose transactions are the caller's, one per call text in a function
+    /// (`self.conn()` twice is one session); else a connection taken at the call.
+    pub(super) fn declared_handle(&mut self, returned: Returned, text: String, at: Span) -> Value {
+        let (kind, dialect, shares) = returned;
+        if let Some(h) = self.field_sessions.get(&text) {
+            return Value::Handle(*h);
+        }
+        let mut h = match kind {
+            Executor::Connection | Executor::PooledConnection if !shares => {
+                self.new_session(kind, kind, Some(at))
+            }
+            _ => self.handle_of_kind(kind),
+        };
+        h.dialect = dialect;
+        if shares && kind != Executor::Pool {
+            self.inherit(h);
+            self.field_sessions.insert(text, h);
+        }
+        Value::Handle(h)
+    }
+}
