@@ -1350,3 +1350,37 @@ async fn getter() -> anyhow::Result<()> {
     let taken = |i: usize| s[i].1.session.and_then(|k| getter.sessions.get(k));
     assert!(taken(0).is_some_and(|s| s.acquired.is_some() && !s.inherited));
 }
+
+#[test]
+fn a_method_is_found_by_the_declared_type_of_its_receiver() {
+    // Two `conn` methods in the run, one of them no handle: `self.storage.conn()` is the
+    // one of `Connection`, the type the struct declares for `storage`.
+    let src = r#"
+pub struct Connection<'c> { inner: Inner<'c> }
+
+impl<'c> Connection<'c> {
+    pub fn conn(&mut self) -> &mut PgConnection { self.inner.raw() }
+}
+
+pub struct Store;
+
+impl Store {
+    async fn conn(&self) -> Result<Session> { open().await }
+}
+
+pub struct JobsDal<'a, 'c> {
+    storage: &'a mut Connection<'c>,
+}
+
+impl JobsDal<'_, '_> {
+    pub async fn finish(&mut self, id: i64) -> sqlx::Result<()> {
+        sqlx::query("UPDATE jobs SET done = true WHERE id = $1").bind(id).execute(self.storage.conn()).await?;
+        Ok(())
+    }
+}
+"#;
+    let u = units(src, "");
+    let s = steps(unit(&u, "finish"));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].0.executor, Executor::Connection);
+}

@@ -218,7 +218,7 @@ impl<'a> Walker<'a, '_> {
                 }
                 // What the method declares it returns, where its body gave no handle or its
                 // receiver's type is not known (`self.storage.conn()`, `state.db.get_pool()`).
-                let declared = match method {
+                let declared = match method.or_else(|| self.typed_method(&m.receiver, &name)) {
                     Some(i) => self.ix.returned_handle(i),
                     None => self.ix.returned_by_every(&name, true),
                 };

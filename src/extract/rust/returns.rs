@@ -51,6 +51,25 @@ impl Index<'_> {
 }
 
 impl Walker<'_, '_> {
+    /// The method `name` of the type the code declares `receiver` to be: a local's or a
+    /// parameter's (`let s: Storage`), or a field of `self` by its struct (`self.storage`
+    /// with `storage: &'a mut Connection<'c>`).
+    pub(super) fn typed_method(&self, receiver: &syn::Expr, name: &str) -> Option<usize> {
+        let ty = match receiver {
+            syn::Expr::Field(f) if matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident("self")) =>
+            {
+                let syn::Member::Named(field) = &f.member else {
+                    return None;
+                };
+                let owner = self.stack.last().and_then(|&i| self.ix.fns[i].owner)?;
+                let (at, ty) = self.ix.field_type(owner, &field.to_string(), self.file)?;
+                types::type_name(&self.ix.names.resolve(ty, at))?
+            }
+            e => self.local_type(e)?.to_string(),
+        };
+        self.ix.method(name, &ty)
+    }
+
     /// The handle a call (`text`, at `at`) gives back by what its function declares: a pool;
     /// a connection whose transactions are the caller's, one per call text in a function
     /// (`self.conn()` twice is one session); else a connection taken at the call.
