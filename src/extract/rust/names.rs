@@ -11,8 +11,10 @@ use quote::ToTokens;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
-/// How many aliases deep a name is followed (`type A = B; type B = A;` stops here).
+/// How many aliases deep a name is followed (`type A = B; type B = A;` stops here), and how
+/// many aliases one type expands in all (`type A = (A, A, A, A);` would double each level).
 const DEPTH: usize = 8;
+const EXPANSIONS: usize = 64;
 
 #[derive(Default)]
 pub struct TypeNames<'a> {
@@ -52,6 +54,7 @@ impl<'a> TypeNames<'a> {
             names: self,
             file,
             depth: 0,
+            budget: EXPANSIONS,
             changed: false,
         };
         r.visit_type_mut(&mut out);
@@ -171,6 +174,8 @@ struct Resolve<'n, 'a> {
     names: &'n TypeNames<'a>,
     file: usize,
     depth: usize,
+    /// Aliases this resolution may still expand.
+    budget: usize,
     changed: bool,
 }
 
@@ -179,6 +184,7 @@ impl VisitMut for Resolve<'_, '_> {
         if let syn::Type::Path(p) = ty
             && p.qself.is_none()
             && self.depth < DEPTH
+            && self.budget > 0
             && let Some(last) = p.path.segments.last()
         {
             let name = last.ident.to_string();
@@ -191,6 +197,7 @@ impl VisitMut for Resolve<'_, '_> {
             if let Some((at, aliased)) = alias {
                 *ty = aliased.clone();
                 self.changed = true;
+                self.budget -= 1;
                 let (file, depth) = (self.file, self.depth);
                 self.file = at;
                 self.depth += 1;
@@ -281,7 +288,21 @@ mod tests {
         assert_eq!(text(&n.resolve(&conn, 2)), "SqliteConnection");
         assert!(matches!(n.resolve(&conn, 3), Cow::Borrowed(_)));
         let a: syn::Type = syn::parse_str("A").unwrap();
-        let _ = n.resolve(&a, 0); // ends
+        assert_eq!(text(&n.resolve(&a, 0)), "A");
+    }
+
+    #[test]
+    fn an_alias_that_multiplies_itself_expands_a_bounded_number_of_times() {
+        let files = names(&[("src/lib.rs", "type A = (A, A, A, A, A, A, A, A);")]);
+        let n = collect(&files);
+        let a: syn::Type = syn::parse_str("A").unwrap();
+        let expanded = text(&n.resolve(&a, 0));
+        // Each expansion writes eight names; without the budget there would be 8^8.
+        assert!(
+            expanded.matches('A').count() <= 8 * EXPANSIONS,
+            "{}",
+            expanded.len()
+        );
     }
 
     #[test]
