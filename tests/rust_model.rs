@@ -1384,3 +1384,35 @@ impl JobsDal<'_, '_> {
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].0.executor, Executor::Connection);
 }
+
+#[test]
+fn a_method_called_with_arguments_is_not_read_by_its_name_alone() {
+    // The run's only `pool` and `get` methods return a pool, but the receivers' types are not
+    // known: `state.pool()` is read as that getter, `cache.get(&key)` (arguments) is not.
+    let src = r#"
+pub struct Db { pool: PgPool }
+
+impl Db {
+    pub fn pool(&self) -> &PgPool { &self.pool }
+    pub fn get(&self, _name: &str) -> &PgPool { &self.pool }
+}
+
+async fn getter(state: Arc<State>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE a SET x = 1 WHERE id = 1").execute(state.pool()).await?;
+    Ok(())
+}
+
+async fn lookup(cache: &Cache, key: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE a SET x = 2 WHERE id = 1").execute(cache.get(key)).await?;
+    Ok(())
+}
+"#;
+    let u = units(src, "");
+    assert_eq!(
+        shape(unit(&u, "getter")),
+        vec![(Scope::Autocommit, Executor::Pool, 1)]
+    );
+    let s = steps(unit(&u, "lookup"));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].0.executor, Executor::Unknown);
+}

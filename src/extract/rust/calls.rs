@@ -218,9 +218,12 @@ impl<'a> Walker<'a, '_> {
                 }
                 // What the method declares it returns, where its body gave no handle or its
                 // receiver's type is not known (`self.storage.conn()`, `state.db.get_pool()`).
+                // By name alone only for a getter called without arguments: `map.get(&k)` is
+                // not the run's one `get(&self) -> &PgPool`.
                 let declared = match method.or_else(|| self.typed_method(&m.receiver, &name)) {
                     Some(i) => self.ix.returned_handle(i),
-                    None => self.ix.returned_by_every(&name, true),
+                    None if m.args.is_empty() => self.ix.returned_by_every(&name, true),
+                    None => None,
                 };
                 if let Some(r) = declared {
                     let text = format!("{}.{name}()", self.text_of(&m.receiver));
