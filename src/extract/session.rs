@@ -57,17 +57,9 @@ impl SessionWalker {
     /// A transaction opened by host code (`pool.begin()` within the branch arms `within`, or
     /// by the caller when `begin` is `None`): everything sent runs inside it.
     pub fn host_transaction(begin: Option<Span>, within: &[usize]) -> Self {
-        let mut tx = Transaction::new(
-            Scope::Explicit,
-            Executor::Transaction,
-            Isolation::ReadCommitted,
-        );
-        tx.set_begin(begin);
-        tx.set_opened_within(within);
-        SessionWalker {
-            open: Some(tx),
-            ..SessionWalker::host(Executor::Transaction)
-        }
+        let mut walker = SessionWalker::host(Executor::Transaction);
+        walker.open_host(begin, within);
+        walker
     }
 
     /// Host code opens a transaction on this session by a call of the driver rather than a

@@ -1354,9 +1354,13 @@ impl<'a> Index<'a> {
     /// The kind and database of a type of `file`, through the run's names for the driver's
     /// types (`type Conn = Object<AsyncPgConnection>`). `None`: not a handle type.
     fn kind_of(&self, ty: &syn::Type, file: usize) -> Option<(Executor, Option<Dialect>)> {
-        let ty = self.names.resolve(ty, file);
-        let kind = types::of_type(&ty, &self.config.rust)?;
-        Some((kind, types::dialect_of_type(&ty)))
+        self.judged(&self.names.resolve(ty, file))
+    }
+
+    /// The kind and database of a type already resolved through the run's names.
+    fn judged(&self, ty: &syn::Type) -> Option<(Executor, Option<Dialect>)> {
+        let kind = types::of_type(ty, &self.config.rust)?;
+        Some((kind, types::dialect_of_type(ty)))
     }
 
     /// A type of `file` the driver's transactions are too (see [`types::shares_transactions`]),
@@ -1366,25 +1370,27 @@ impl<'a> Index<'a> {
     /// `type AsyncPgConnection = Object<..>` is still handed the driver's transactions.
     fn shares_transactions(&self, ty: &syn::Type, file: usize) -> bool {
         let resolved = self.names.resolve(ty, file);
-        let shares = |t: &syn::Type, at: usize| {
-            types::shares_transactions(t) || types::shares_transactions(&self.names.resolve(t, at))
-        };
-        shares(ty, file)
+        types::shares_transactions(ty)
+            || types::shares_transactions(&resolved)
             || types::type_name(&resolved)
                 .and_then(|n| self.names.declared_target(&n, file))
-                .is_some_and(|(at, t)| shares(t, at))
+                .is_some_and(|(at, t)| {
+                    types::shares_transactions(t)
+                        || types::shares_transactions(&self.names.resolve(t, at))
+                })
     }
 
     /// The kind and database of a handle type, or of a wrapper of the run around one: a
     /// struct that holds one and derefs, or a type whose `Deref` target is one.
     fn handle_type(&self, ty: &syn::Type, file: usize) -> Option<(Executor, Option<Dialect>)> {
-        if let Some(found) = self.kind_of(ty, file) {
+        let resolved = self.names.resolve(ty, file);
+        if let Some(found) = self.judged(&resolved) {
             return Some(found);
         }
-        let name = types::type_name(&self.names.resolve(ty, file))?;
+        let name = types::type_name(&resolved)?;
         self.wrapper(&name).or_else(|| {
-            let target = self.names.deref_target(&name, file)?;
-            types::of_type(&target, &self.config.rust).map(|k| (k, types::dialect_of_type(&target)))
+            let (at, target) = self.names.declared_target(&name, file)?;
+            self.kind_of(target, at)
         })
     }
 

@@ -46,7 +46,7 @@ impl<'a> TypeNames<'a> {
     /// `ty` as the driver names it: aliases expanded and renames undone everywhere inside
     /// (`Arc<Conn>` → `Arc<Object<AsyncPgConnection>>`). Borrowed when nothing changes.
     pub fn resolve<'t>(&self, ty: &'t syn::Type, file: usize) -> Cow<'t, syn::Type> {
-        if self.aliases.is_empty() && self.renames.is_empty() {
+        if !self.names_any(ty, file) {
             return Cow::Borrowed(ty);
         }
         let mut out = ty.clone();
@@ -65,14 +65,26 @@ impl<'a> TypeNames<'a> {
         }
     }
 
-    /// What the run's type named `name` dereferences to (`impl Deref for DbConn { type Target =
-    /// AsyncPgConnection; }`), resolved: the declaration in `file` first, else the only one.
-    pub fn deref_target(&self, name: &str, file: usize) -> Option<Cow<'a, syn::Type>> {
-        let (at, ty) = self.declared_target(name, file)?;
-        Some(self.resolve(ty, at))
+    /// Whether a path inside `ty` names an alias or one of `file`'s renames: most types name
+    /// neither, and are judged as written without a copy.
+    fn names_any(&self, ty: &syn::Type, file: usize) -> bool {
+        struct Names<'n, 'a>(&'n TypeNames<'a>, usize, bool);
+        impl Visit<'_> for Names<'_, '_> {
+            fn visit_path_segment(&mut self, s: &syn::PathSegment) {
+                let name = s.ident.to_string();
+                self.2 |= self.0.aliases.contains_key(&name)
+                    || self.0.renames.contains_key(&(self.1, name));
+                syn::visit::visit_path_segment(self, s);
+            }
+        }
+        let mut found = Names(self, file, false);
+        found.visit_type(ty);
+        found.2
     }
 
-    /// What the run's type named `name` dereferences to, as written, with the file writing it.
+    /// What the run's type named `name` dereferences to (`impl Deref for DbConn { type Target =
+    /// AsyncPgConnection; }`), as written, with the file writing it: the declaration in `file`
+    /// first, else the nearest ones if they agree.
     pub fn declared_target(&self, name: &str, file: usize) -> Option<(usize, &'a syn::Type)> {
         self.pick(self.targets.get(name)?, file)
     }
@@ -100,9 +112,8 @@ impl<'a> TypeNames<'a> {
         let mut nearest = all.iter().filter(|(f, _)| near(*f) == best);
         let first = nearest.next()?;
         let text = |t: &syn::Type| t.to_token_stream().to_string();
-        nearest
-            .all(|(_, t)| text(t) == text(first.1))
-            .then_some(*first)
+        let want = text(first.1);
+        nearest.all(|(_, t)| text(t) == want).then_some(*first)
     }
 }
 
@@ -312,8 +323,8 @@ mod tests {
             "type Inner = AsyncPgConnection; enum DbConn { A(Box<Inner>) } impl Deref for DbConn { type Target = Inner; fn deref(&self) -> &Inner { todo!() } }",
         )]);
         let n = collect(&files);
-        let t = n.deref_target("DbConn", 0).unwrap();
-        assert_eq!(text(&t), "AsyncPgConnection");
-        assert!(n.deref_target("Other", 0).is_none());
+        let (at, t) = n.declared_target("DbConn", 0).unwrap();
+        assert_eq!(text(&n.resolve(t, at)), "AsyncPgConnection");
+        assert!(n.declared_target("Other", 0).is_none());
     }
 }

@@ -102,6 +102,32 @@ fn scalar_subquery(e: &Expr) -> Option<&sqlparser::ast::Select> {
     }
 }
 
+/// The expression of a projection item (`e`, `e AS a`); none for `*`.
+fn item_expr(item: &SelectItem) -> Option<&Expr> {
+    match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+        _ => None,
+    }
+}
+
+/// The name of the aggregate `e` calls (`count(*)`: `count`), lower case.
+fn aggregate(e: &Expr) -> Option<String> {
+    let Expr::Function(f) = e else {
+        return None;
+    };
+    let fname = f.name.to_string().to_ascii_lowercase();
+    AGGREGATES.contains(&fname.as_str()).then_some(fname)
+}
+
+/// A decision's subquery (`EXISTS (..)`, a scalar `(SELECT count(*) ..)`): its `WHERE` is the
+/// read's key.
+fn subquery_key(s: &mut Structure, inner: &sqlparser::ast::Select, positional: &mut usize) {
+    if let Some(w) = &inner.selection {
+        s.other_conditions |= !conjuncts(w, &mut s.filters, positional);
+        s.tests = all_tests(w);
+    }
+}
+
 const AGGREGATES: &[&str] = &[
     "count", "max", "min", "sum", "avg", "bool_and", "bool_or", "every",
 ];
@@ -271,14 +297,8 @@ pub fn structure(
         Statement::Query(q) => {
             if let SetExpr::Select(select) = q.body.as_ref() {
                 for item in &select.projection {
-                    let expr = match item {
-                        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                            Some(e)
-                        }
-                        _ => None,
-                    };
                     // `NOT EXISTS (...)` decides as much as `EXISTS (...)`.
-                    let expr = match expr {
+                    let expr = match item_expr(item) {
                         Some(Expr::UnaryOp { expr: inner, .. }) => Some(inner.as_ref()),
                         e => e,
                     };
@@ -288,39 +308,17 @@ pub fn structure(
                     if select.from.is_empty()
                         && let Some(inner) = expr.and_then(scalar_subquery)
                     {
-                        for e in inner.projection.iter().filter_map(|i| match i {
-                            SelectItem::UnnamedExpr(e)
-                            | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
-                            _ => None,
-                        }) {
-                            if let Expr::Function(f) = e {
-                                let fname = f.name.to_string().to_ascii_lowercase();
-                                if AGGREGATES.contains(&fname.as_str()) {
-                                    s.aggregates.push(fname);
-                                }
-                            }
-                        }
-                        if let Some(w) = &inner.selection {
-                            s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
-                            s.tests = all_tests(w);
-                        }
+                        let inner_items = inner.projection.iter().filter_map(item_expr);
+                        s.aggregates.extend(inner_items.filter_map(aggregate));
+                        subquery_key(&mut s, inner, &mut positional);
                     }
                     match expr {
-                        Some(Expr::Function(f)) => {
-                            let fname = f.name.to_string().to_ascii_lowercase();
-                            if AGGREGATES.contains(&fname.as_str()) {
-                                s.aggregates.push(fname);
-                            }
-                        }
+                        Some(e @ Expr::Function(_)) => s.aggregates.extend(aggregate(e)),
                         Some(Expr::Exists { subquery, .. }) => {
                             s.aggregates.push("exists".to_string());
                             // `SELECT EXISTS (SELECT ... WHERE k = v)`: the subquery's key.
-                            if let SetExpr::Select(inner) = subquery.body.as_ref()
-                                && let Some(w) = &inner.selection
-                            {
-                                s.other_conditions |=
-                                    !conjuncts(w, &mut s.filters, &mut positional);
-                                s.tests = all_tests(w);
+                            if let SetExpr::Select(inner) = subquery.body.as_ref() {
+                                subquery_key(&mut s, inner, &mut positional);
                             }
                         }
                         Some(Expr::Value(_)) if select.from.len() == 1 => {
@@ -405,9 +403,7 @@ pub fn structure(
                 && let sqlparser::ast::TableObject::TableName(table) = &ins.table
             {
                 for (c, item) in columns.iter().zip(&select.projection) {
-                    if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } =
-                        item
-                    {
+                    if let Some(e) = item_expr(item) {
                         s.inserts.push((c.clone(), operand(e, &mut positional)));
                     }
                 }
