@@ -71,7 +71,8 @@ impl Callee<'_> {
     /// is for other events only, or needs a column changed that the `UPDATE` does not set.
     fn runs_for(&self, k: usize, firing: &Facts) -> bool {
         let b = &self.body[k];
-        let unset = |cols: &[Name]| set_columns(firing).is_some_and(|s| !sets_one_of(&s, cols));
+        let set = set_columns(firing);
+        let unset = |cols: &[Name]| set.as_ref().is_some_and(|s| !sets_one_of(s, cols));
         b.branch.iter().all(|a| {
             self.events
                 .iter()

@@ -242,15 +242,9 @@ fn insert_unless_exists(
     if f.on_conflict && report == Report::Races {
         return conflict_key_misses_check(cx, step);
     }
-    // Compared with parameters, literals or the unit's variables: one key per run. A column
-    // of another query (`WHERE name = s.name` over a set) is not.
     if f.kind != StmtKind::Insert
         || e.absent.is_empty()
-        || !e
-            .absent
-            .iter()
-            .flat_map(|(_, by)| by)
-            .all(|b| e.uses.contains(b))
+        || !checks_one_key_per_run(e)
         || f.on_conflict
         || f.dialect != crate::source::Dialect::Postgres
         || tx.isolation == Isolation::Serializable
@@ -729,6 +723,15 @@ fn keyed_by_held_var(flow: &Flow, ri: usize, tx: &Transaction) -> bool {
     })
 }
 
+/// The `NOT EXISTS` of an insert compares with parameters, literals or the unit's variables:
+/// one key per run. A column of another query (`WHERE name = s.name` over a set) is not.
+fn checks_one_key_per_run(e: &crate::model::Extra) -> bool {
+    e.absent
+        .iter()
+        .flat_map(|(_, by)| by)
+        .all(|b| e.uses.contains(b))
+}
+
 /// `INSERT .. SELECT .. WHERE NOT EXISTS (SELECT 1 FROM t WHERE path >= $2 AND path < $3) ON
 /// CONFLICT (path) DO NOTHING`: the check is about rows the conflict key does not identify (a
 /// range, another column), so two runs inserting different keys both see none and both insert;
@@ -740,11 +743,7 @@ fn conflict_key_misses_check(cx: &Context, step: &Step) -> Option<Diagnostic> {
     let table = f.writes.first()?;
     if f.kind != StmtKind::Insert
         || (e.absent.is_empty() && e.absent_tests.is_empty())
-        || !e
-            .absent
-            .iter()
-            .flat_map(|(_, by)| by)
-            .all(|b| e.uses.contains(b))
+        || !checks_one_key_per_run(e)
         || f.dialect != crate::source::Dialect::Postgres
         || is_hole(&table.name)
     {
