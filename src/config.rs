@@ -102,6 +102,20 @@ pub struct RustConfig {
     /// receiver, a free function on its first argument.
     #[serde(default)]
     pub query_functions: Vec<String>,
+    /// How many processes run the timer loops of background jobs (see `Unit::job`).
+    #[serde(default)]
+    pub background_jobs: BackgroundJobs,
+}
+
+/// `rust.background_jobs`: whether a job's runs can overlap with each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackgroundJobs {
+    /// One process runs each timer loop: a job's runs follow one another.
+    #[default]
+    Single,
+    /// Every instance of the service runs them: a job races with its copies elsewhere.
+    Replicated,
 }
 
 /// `[[overrides]]`: another dialect or `sql.mode` for the `.sql` files matching `paths`

@@ -191,10 +191,8 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
 
 fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     let start = Instant::now();
-    let mut program = Program {
-        files,
-        ..Program::default()
-    };
+    let mut program = Program::default();
+    program.files = files;
     let mut stats = Stats::default();
     let mut diagnostics = Vec::new();
     let is_rust = |f: &SourceFile| source::is_rust(&f.path);

@@ -518,6 +518,32 @@ fn model_shows_pooled_callers() {
 }
 
 #[test]
+fn a_background_job_is_shown_and_replicated_jobs_are_checked_like_requests() {
+    let d = Dir::new("background-job");
+    let job = "pub async fn recount(pool: sqlx::PgPool) -> sqlx::Result<()> {\n    \
+               loop {\n        \
+               let n: i64 = sqlx::query_scalar(\"SELECT total FROM tally WHERE id = 1\").fetch_one(&pool).await?;\n        \
+               sqlx::query(\"UPDATE tally SET total = $1 WHERE id = 1\").bind(n + 1).execute(&pool).await?;\n        \
+               tokio::time::sleep(std::time::Duration::from_secs(60)).await;\n    }\n}\n\n\
+               #[tokio::main]\nasync fn main() {\n    \
+               let pool = sqlx::PgPool::connect(\"postgres://\").await.unwrap();\n    \
+               tokio::spawn(recount(pool));\n}\n";
+    d.write("src/main.rs", job);
+    let o = txlint(d.path(), &["model"]);
+    let out = stdout(&o);
+    let line = "src/main.rs:9:1 fn main (a background job: only the timer loop at src/main.rs:2:5 runs it)";
+    assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    // One process runs the loop and nothing else writes `tally`: no lost update.
+    let o = txlint(d.path(), &["check", "--format", "json"]);
+    assert!(!stdout(&o).contains("lost-update"), "{}", stdout(&o));
+    // Every instance runs it: the read-compute-write races with its copies.
+    d.write("txlint.toml", "[rust]\nbackground_jobs = \"replicated\"\n");
+    let o = txlint(d.path(), &["check", "--format", "json"]);
+    assert!(stdout(&o).contains("lost-update"), "{}", stdout(&o));
+    assert!(!stdout(&txlint(d.path(), &["model"])).contains("background job"));
+}
+
+#[test]
 fn model_says_a_schema_dump_copy_is_analysed_at_its_source() {
     let d = Dir::new("schema-dump");
     let body = "RETURNS void LANGUAGE sql AS $$ UPDATE t SET n = n + 1 $$;\n";

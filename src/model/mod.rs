@@ -32,12 +32,45 @@ pub struct Program {
     /// Calls that send SQL txlint could not read (see [`crate::extract::Extracted`]), in
     /// file order.
     pub unread_sql: Vec<Span>,
+    /// The units writing each table: the first one's position in `units`, and whether there
+    /// are others (built on the first [`Program::job_alone`] question, once units are done).
+    writers: std::sync::OnceLock<std::collections::HashMap<Name, (usize, bool)>>,
 }
 
 impl Program {
     /// The tables and keys the statements of `file` see.
     pub fn schema(&self, file: crate::source::FileId) -> &schema::Schema {
         self.schemas.of(file)
+    }
+
+    /// `unit` is a background job (see [`Unit::job`]) and no other unit writes a table that
+    /// these steps read or write: only another run of the job itself could race with them,
+    /// and txlint assumes one process runs it.
+    pub fn job_alone<'s>(&self, unit: &Unit, steps: impl IntoIterator<Item = &'s Step>) -> bool {
+        if unit.job.is_none() {
+            return false;
+        }
+        let writers = self.writers.get_or_init(|| {
+            let mut by_table = std::collections::HashMap::new();
+            for (i, u) in self.units.iter().enumerate() {
+                let steps = u.transactions.iter().flat_map(|t| &t.steps);
+                for w in steps.flat_map(|s| &s.facts.writes) {
+                    by_table
+                        .entry(w.name.clone())
+                        .and_modify(|(first, more): &mut (usize, bool)| *more |= *first != i)
+                        .or_insert((i, false));
+                }
+            }
+            by_table
+        });
+        let own = |i: usize| std::ptr::eq(&self.units[i], unit);
+        steps
+            .into_iter()
+            .flat_map(|s| s.facts.reads.iter().chain(&s.facts.writes))
+            .all(|t| match writers.get(&t.name) {
+                Some(&(first, more)) => !more && own(first),
+                None => true,
+            })
     }
 
     /// Drop the units and the schema once the rules are done; the files stay for reports.
@@ -120,6 +153,11 @@ pub struct Unit {
     /// connection pool (see [`Runner::called`]): each call on whichever pooled connection
     /// serves it, so a session lock it returns holding stays with that connection.
     pub pooled_callers: Option<&'static str>,
+    /// A Rust function that only a background job runs: every call of it leads to a loop
+    /// woken by a timer (here) that receives from no channel. txlint assumes one process runs
+    /// the job, so its runs follow one another: the unit races only with other units that
+    /// write the same tables, not with another run of itself.
+    pub job: Option<Span>,
 }
 
 impl Unit {
@@ -144,6 +182,7 @@ impl Unit {
             runner: None,
             params: Vec::new(),
             pooled_callers: None,
+            job: None,
         }
     }
 
@@ -162,6 +201,7 @@ impl Unit {
             .chain(self.exits.iter().map(|e| e.span))
             .chain(self.sessions.iter().filter_map(|s| s.acquired))
             .chain(self.loops.iter().map(|l| l.span))
+            .chain(self.job)
             .map(|s| s.file)
     }
 

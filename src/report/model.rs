@@ -66,6 +66,13 @@ pub fn render(run: &Run) -> String {
             }
             _ => runner,
         };
+        let runner = match unit.job {
+            Some(job) => format!(
+                "{runner} (a background job: only the timer loop at {} runs it)",
+                at(job)
+            ),
+            None => runner,
+        };
         let _ = writeln!(
             out,
             "{} {} {}{runner}",

@@ -50,7 +50,10 @@ fn write(
         return None;
     }
     let table = &f.writes.first()?.name;
-    if is_hole(table) || flow.created.private(w.tx, w.step.seq, table) {
+    if is_hole(table)
+        || flow.created.private(w.tx, w.step.seq, table)
+        || cx.program.job_alone(unit, [w.step])
+    {
         return None;
     }
     for (n, ri) in flow.reads_of(table, i).enumerate() {

@@ -38,6 +38,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .iter()
                 .filter(|a| a.tx == l.tx && !unit.exclusive(&l.step.branch, &a.step.branch))
                 .collect();
+            let steps = std::iter::once(l.step).chain(later.iter().map(|a| a.step));
+            if cx.program.job_alone(unit, steps) {
+                continue;
+            }
             let found = check_then_insert(cx, l, lock, &later)
                 .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock, &later))
                 .or_else(|| parent_children(cx, l, lock, &later))

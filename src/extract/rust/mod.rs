@@ -12,6 +12,7 @@ mod calls;
 mod depth;
 mod diesel;
 mod fallback;
+mod jobs;
 mod lit;
 mod macros;
 mod modules;
@@ -218,6 +219,8 @@ fn batch(
     let mut late = HashSet::new();
     let mut candidates = Vec::new();
     let mut modules = modules::Modules::default();
+    // The text of files read here and not parsed: a background job's loop may be there.
+    let mut unparsed = Vec::new();
     for (i, (id, f)) in own.iter_mut().enumerate() {
         if f.unread {
             f.unread = false;
@@ -228,6 +231,7 @@ fn batch(
                     modules.add(&f.path, &text);
                     if !prescan::may_matter(&text, &config.rust) {
                         front.out.stats.rust_skipped += 1;
+                        unparsed.push((i, text));
                         continue;
                     }
                     f.set_text(text);
@@ -272,6 +276,7 @@ fn batch(
         walk_all(&mut front, &parsed, config, (b, extra), &modules);
     }
     drop(parsed);
+    jobs::mark(&mut front.out.units, &mut own, unparsed, config);
     // proc-macro2 keeps every parsed file in a thread-local source map.
     proc_macro2::extra::invalidate_current_thread_spans();
     drop(heavy);

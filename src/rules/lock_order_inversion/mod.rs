@@ -21,7 +21,11 @@ pub const RULE: Rule = Rule {
 
 fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     let g = lockgraph::build(cx.program);
-    for cycle in g.cycles.iter().filter(|c| !one_guard(&g, c)) {
+    for cycle in g
+        .cycles
+        .iter()
+        .filter(|c| !one_guard(&g, c) && !one_job(&g, c))
+    {
         out.push(cycle_diagnostic(cx, &g, cycle));
     }
     for &span in &g.limited {
@@ -36,10 +40,17 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             ),
         ));
     }
-    for t in g.txs.iter().filter(|t| t.tx.guard().is_none()) {
+    // The checks below pair a transaction with another run of itself, which a background job
+    // does not have (see `Unit::job`).
+    for t in g
+        .txs
+        .iter()
+        .filter(|t| t.tx.guard().is_none() && t.unit.job.is_none())
+    {
         self_inversion(cx, &g, t, out);
     }
-    for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
+    let units = cx.program.units.iter();
+    for unit in units.filter(|u| !u.runs_once() && u.job.is_none()) {
         for tx in unit.transactions.iter().filter(|t| t.guard().is_none()) {
             for (i, step) in tx.steps.iter().enumerate() {
                 upsert::unordered(cx, tx, &tx.steps[..i], step, out);
@@ -314,6 +325,15 @@ fn one_guard(g: &LockGraph, cycle: &[usize]) -> bool {
     let guard = |e: &usize| g.txs[g.edges[*e].tx].tx.guard();
     let first = cycle.first().and_then(guard);
     first.is_some() && cycle.iter().all(|e| guard(e) == first)
+}
+
+/// Every transaction of the cycle is one background job's (see [`Unit::job`]): the cycle needs
+/// two runs of the job at once.
+fn one_job(g: &LockGraph, cycle: &[usize]) -> bool {
+    let unit = |e: &usize| g.txs[g.edges[*e].tx].unit;
+    cycle.first().map(unit).is_some_and(|first| {
+        first.job.is_some() && cycle.iter().all(|e| std::ptr::eq(unit(e), first))
+    })
 }
 
 fn unit_name(g: &LockGraph, tx: usize) -> String {
