@@ -1,0 +1,449 @@
+//! Background jobs: functions that only a loop woken by a timer runs, one run after another.
+//!
+//! `loop { ingest().await; sleep(every).await }`, `interval.tick()` in a `select!`, a closure
+//! handed to a scheduler (`every(..)`, a `cron` call): what such a loop calls runs once per
+//! wake-up, one run after the other, in the process that started the loop. txlint assumes one
+//! process runs it (see [`crate::model::Unit::job`]). Not such a job:
+//! - a loop that also receives from a channel (`recv`, `try_recv`), or a function that drains
+//!   one: it handles what this process's other code sent, so it runs wherever that code runs;
+//! - work the loop runs side by side: spawned in it (`spawn`, `join_all` over a `map`), or
+//!   pushed to a `FuturesUnordered`, `JoinSet` or under a `Semaphore` there;
+//! - a loop started more than once at a time: its function spawned in a loop or a `map` (a
+//!   worker pool), on any path from the functions nothing calls (`main` is run once);
+//! - a retry: a loop that leaves with a value (`return Ok(row)`, `break conn`) or a `while`
+//!   that counts its turns;
+//! - a loop whose statements claim rows with `SKIP LOCKED` (a queue's workers).
+//!
+//! Read from tokens, not syntax trees: the loop is often in a file that sends no SQL (a
+//! binary's `main`, a scheduler module), which the front-end never gives to syn; macro input
+//! (`select!`) is read the same way. Callers are read as the answers need them, round by
+//! round. Calls are matched by name alone (a method too), so a name with one caller that is
+//! neither in such a loop nor itself a job is no job, and so is a name whose mentions cannot
+//! all be read (a generic one in many files, a file too large or not Rust tokens): names
+//! matched too widely only keep findings.
+
+use std::collections::{HashMap, HashSet};
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
+
+use crate::config::{BackgroundJobs, Config};
+use crate::model::{LockWait, Unit, UnitKind};
+use crate::source::{FileId, SourceFile, Span};
+use scan::Graph;
+
+mod scan;
+
+/// Rounds of looking for callers' callers, and the names looked for in all, per batch.
+const MAX_ROUNDS: usize = 8;
+const MAX_NAMES: usize = 4_096;
+
+/// One Rust file of a batch, parsed by syn or not.
+pub(super) struct Text<'a> {
+    pub id: FileId,
+    pub text: &'a str,
+    /// Under `tests/` or `benches/`: its calls are no production path.
+    pub test: bool,
+}
+
+/// Set [`Unit::job`] on the batch's units that only a background job runs; a file the job's
+/// loop is in and that was not parsed gets its text back.
+pub(super) fn mark(
+    units: &mut [Unit],
+    own: &mut [(FileId, SourceFile)],
+    unparsed: Vec<(usize, String)>,
+    config: &Config,
+) {
+    if config.rust.background_jobs == BackgroundJobs::Replicated {
+        return;
+    }
+    let rust = |u: &Unit| u.kind == UnitKind::RustFn;
+    let names: Vec<&str> = units
+        .iter()
+        .filter(|u| rust(u))
+        .filter_map(|u| u.name.as_deref())
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let files: HashSet<FileId> = units.iter().flat_map(Unit::files).collect();
+    let mut texts: Vec<Text> = own
+        .iter()
+        .filter(|(_, f)| !f.text().is_empty())
+        .map(|(id, f)| Text {
+            id: *id,
+            text: f.text(),
+            test: config.is_test_path(&f.path),
+        })
+        .collect();
+    texts.extend(unparsed.iter().map(|(i, text)| Text {
+        id: own[*i].0,
+        text,
+        test: config.is_test_path(&own[*i].1.path),
+    }));
+    // Every statement inside a timer loop on the way to it: the loop, if the unit runs one at
+    // a time.
+    let in_loop = |u: &Unit, found: &Jobs| {
+        let mut at = u.transactions.iter().flat_map(|t| &t.steps).map(|s| {
+            let chain = s.host().calls.iter().copied().chain([s.span]);
+            found.loop_of(chain)
+        });
+        at.next()?.filter(|_| at.all(|k| k.is_some()))
+    };
+    let found = find(&texts, &files, &names, |found| {
+        let own = units
+            .iter()
+            .filter(|u| rust(u) && in_loop(u, found).is_some());
+        own.filter_map(|u| u.name.clone()).collect()
+    });
+    drop(texts);
+    for u in units.iter_mut().filter(|u| rust(u)) {
+        let Some(name) = u.name.as_ref() else {
+            continue;
+        };
+        u.job = found.called.get(name).copied().or_else(|| {
+            found
+                .once
+                .contains(name)
+                .then(|| in_loop(u, &found))
+                .flatten()
+        });
+    }
+    unmark_queue_workers(units);
+    let places: HashSet<FileId> = units.iter().filter_map(|u| u.job).map(|j| j.file).collect();
+    for (i, text) in unparsed {
+        let (id, f) = &mut own[i];
+        if places.contains(id) {
+            f.set_text(text);
+        }
+    }
+}
+
+/// A loop whose work claims rows with `SKIP LOCKED` is written for copies of itself running at
+/// once (a queue's workers): none of its units is a job.
+fn unmark_queue_workers(units: &mut [Unit]) {
+    let skips = |u: &Unit| {
+        let steps = u.transactions.iter().flat_map(|t| &t.steps);
+        let mut locks = steps.flat_map(|s| &s.facts.row_locks);
+        locks.any(|l| l.wait == LockWait::SkipLocked)
+    };
+    let shared: HashSet<Span> = units
+        .iter()
+        .filter(|u| skips(u))
+        .filter_map(|u| u.job)
+        .collect();
+    for u in units
+        .iter_mut()
+        .filter(|u| u.job.is_some_and(|j| shared.contains(&j)))
+    {
+        u.job = None;
+    }
+}
+
+/// What [`find`] learnt.
+#[derive(Default)]
+pub(super) struct Jobs {
+    /// The timer loop that alone runs functions of the name (see [`Graph::job`]).
+    called: HashMap<String, Span>,
+    /// Names of functions that run one at a time (see [`Graph::once`]).
+    once: HashSet<String>,
+    /// The timer loops of functions that drain no channel: the keyword, and the loop from it
+    /// to the end of its body.
+    loops: Vec<(Span, Span)>,
+    /// What runs side by side with other runs of itself: the arguments of a `spawn` in a loop,
+    /// of a `map` in a `join_all`.
+    side_by_side: Vec<Span>,
+}
+
+impl Jobs {
+    /// The timer loop a statement runs in, reached through `chain` (the calls of the helpers
+    /// it is in, outermost first, then the statement) from a function that runs one at a time;
+    /// none if a call on the way is run side by side.
+    fn loop_of(&self, mut chain: impl Iterator<Item = Span>) -> Option<Span> {
+        let within = |outer: &Span, inner: Span| {
+            outer.file == inner.file && outer.start() <= inner.start() && inner.end() <= outer.end()
+        };
+        let mut found = None;
+        chain
+            .try_for_each(|at| {
+                if self.side_by_side.iter().any(|c| within(c, at)) {
+                    return Err(());
+                }
+                if found.is_none() {
+                    found = self
+                        .loops
+                        .iter()
+                        .find(|(_, l)| within(l, at))
+                        .map(|(k, _)| *k);
+                }
+                Ok(())
+            })
+            .ok()?;
+        found
+    }
+}
+
+/// For the functions named `names` (units of the run, in `files` with the helpers they call),
+/// the timer loop that alone runs each, and which of `own` (units with statements in timer
+/// loops, see [`Jobs::loop_of`]) run one at a time. Callers are read as the answers need them,
+/// round by round; a name still unknown at the end is no job.
+pub(super) fn find(
+    texts: &[Text],
+    files: &HashSet<FileId>,
+    names: &[&str],
+    own: impl Fn(&Jobs) -> Vec<String>,
+) -> Jobs {
+    let mut graph = Graph::default();
+    let mut scanned = vec![false; texts.len()];
+    for (i, t) in texts.iter().enumerate() {
+        // One that cannot be read is left to `scan_mentions`, which says whose calls it hides.
+        if files.contains(&t.id) && t.text.len() <= MAX_SCAN {
+            scanned[i] = graph.scan(t);
+        }
+    }
+    let mut jobs = Jobs {
+        loops: graph.loops(),
+        side_by_side: graph.side_by_side.clone(),
+        ..Jobs::default()
+    };
+    let own = own(&jobs);
+    let (mut read, mut blind) = (HashSet::new(), HashSet::new());
+    let mut wanted: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    wanted.extend(own.iter().cloned());
+    for round in 0..=MAX_ROUNDS {
+        wanted.sort();
+        wanted.dedup();
+        wanted.retain(|n| !read.contains(n) && !blind.contains(n));
+        if round == MAX_ROUNDS || read.len() + wanted.len() > MAX_NAMES {
+            break;
+        }
+        if !wanted.is_empty() {
+            let unread = scan_mentions(texts, &wanted, &mut scanned, &mut graph);
+            blind.extend(unread.into_iter().map(str::to_string));
+            read.extend(wanted.drain(..).filter(|n| !blind.contains(n)));
+        }
+        let mut ask = Ask {
+            read: Some(&read),
+            blind: Some(&blind),
+            ..Ask::default()
+        };
+        jobs.called.clear();
+        jobs.once.clear();
+        for &n in names {
+            if let Answer::Yes(Some(at)) = graph.job(n, &mut ask) {
+                jobs.called.insert(n.to_string(), at);
+            }
+        }
+        for n in &own {
+            if !graph.drains(n) && graph.once(n, &mut ask) == Answer::Yes(None) {
+                jobs.once.insert(n.clone());
+            }
+        }
+        if ask.wanted.is_empty() {
+            break;
+        }
+        wanted = ask.wanted;
+    }
+    jobs.loops = graph.loops();
+    jobs.side_by_side = graph.side_by_side;
+    jobs
+}
+
+/// Text above which a file is not read for calls (generated code): the names it mentions are
+/// taken to have callers there that are no job's.
+const MAX_SCAN: usize = 4 * 1024 * 1024;
+
+/// Files of a batch that may mention a name before it is taken for a generic one (`new`,
+/// `run`, `fmt`): its callers are not looked for, and it is no job's.
+const MAX_FILES: usize = 32;
+
+/// The texts not scanned yet that name any of `names` as a word are scanned into `graph`.
+/// Returns the names whose mentions could not all be read (too many files, too large, not
+/// Rust tokens).
+fn scan_mentions<'n>(
+    texts: &[Text],
+    names: &'n [String],
+    scanned: &mut [bool],
+    graph: &mut Graph,
+) -> Vec<&'n str> {
+    let Ok(finder) = AhoCorasick::builder()
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(names)
+    else {
+        return names.iter().map(String::as_str).collect();
+    };
+    // The names each file mentions as a word.
+    let mentions: Vec<Vec<usize>> = texts
+        .iter()
+        .map(|t| {
+            let b = t.text.as_bytes();
+            let word = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+            let mut named: Vec<usize> = finder
+                .find_overlapping_iter(b)
+                .filter(|m| {
+                    !word(m.start().checked_sub(1).and_then(|s| b.get(s))) && !word(b.get(m.end()))
+                })
+                .map(|m| m.pattern().as_usize())
+                .collect();
+            named.sort_unstable();
+            named.dedup();
+            named
+        })
+        .collect();
+    let mut files = vec![0usize; names.len()];
+    mentions.iter().flatten().for_each(|&n| files[n] += 1);
+    let mut blind: Vec<bool> = files.iter().map(|&f| f > MAX_FILES).collect();
+    for (i, t) in texts.iter().enumerate() {
+        let wanted: Vec<usize> = mentions[i].iter().copied().filter(|&n| !blind[n]).collect();
+        if scanned[i] || wanted.is_empty() {
+            continue;
+        }
+        scanned[i] = true;
+        if t.text.len() > MAX_SCAN || !graph.scan(t) {
+            wanted.into_iter().for_each(|n| blind[n] = true);
+        }
+    }
+    let blind = names.iter().zip(blind).filter(|(_, b)| *b);
+    blind.map(|(n, _)| n.as_str()).collect()
+}
+
+impl Graph {
+    /// The timer loop that alone runs functions named `name` (see [`Ask`]).
+    fn job(&self, name: &str, ask: &mut Ask) -> Answer {
+        if let Some(known) = ask.job.get(name) {
+            return *known;
+        }
+        // A name on a call cycle is no job (the entry is in progress while it is asked).
+        ask.job.insert(name.to_string(), Answer::No);
+        let out = self.job_uncached(name, ask);
+        ask.job.insert(name.to_string(), out);
+        out
+    }
+
+    fn job_uncached(&self, name: &str, ask: &mut Ask) -> Answer {
+        if let Some(unread) = ask.unread(name) {
+            return unread;
+        }
+        if self.drains(name) {
+            return Answer::No;
+        }
+        let mut out = None;
+        for site in self
+            .sites
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.test)
+        {
+            let found = match (site.concurrent, site.timer, site.caller) {
+                (true, ..) => Answer::No,
+                (false, Some(t), Some(c)) => match self.once(&self.fns[c].name, ask) {
+                    Answer::Yes(_) => Answer::Yes(Some(t)),
+                    other => other,
+                },
+                (false, Some(t), None) => Answer::Yes(Some(t)),
+                (false, None, Some(c)) => self.job(&self.fns[c].name, ask),
+                (false, None, None) => Answer::No,
+            };
+            out = Some(match (out, found) {
+                (_, Answer::No) => return Answer::No,
+                (Some(Answer::Unknown), _) | (_, Answer::Unknown) => Answer::Unknown,
+                (Some(Answer::Yes(at)), _) => Answer::Yes(at),
+                (None | Some(Answer::No), found) => found,
+            });
+        }
+        // Never called: an entry point, no job.
+        out.unwrap_or(Answer::No)
+    }
+
+    /// Functions named `name` run one at a time: no path from a function nothing calls
+    /// starts them side by side.
+    fn once(&self, name: &str, ask: &mut Ask) -> Answer {
+        // A binary's entry: the process runs it once.
+        if name == "main" {
+            return Answer::Yes(None);
+        }
+        if let Some(known) = ask.once.get(name) {
+            return *known;
+        }
+        if let Some(unread) = ask.unread(name) {
+            return unread;
+        }
+        ask.once.insert(name.to_string(), Answer::Yes(None));
+        let mut out = Answer::Yes(None);
+        for s in self
+            .sites
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.test)
+        {
+            let found = match (s.concurrent, s.caller) {
+                (true, _) => Answer::No,
+                (false, None) => Answer::Yes(None),
+                (false, Some(c)) => self.once(&self.fns[c].name, ask),
+            };
+            match found {
+                Answer::No => {
+                    out = Answer::No;
+                    break;
+                }
+                Answer::Unknown => out = Answer::Unknown,
+                Answer::Yes(_) => {}
+            }
+        }
+        ask.once.insert(name.to_string(), out);
+        out
+    }
+
+    /// The timer loops of functions that drain no channel.
+    fn loops(&self) -> Vec<(Span, Span)> {
+        let quiet = self.fns.iter().filter(|f| !f.drains);
+        quiet.flat_map(|f| &f.loops).copied().collect()
+    }
+
+    fn drains(&self, name: &str) -> bool {
+        let own = self.by_name.get(name).into_iter().flatten();
+        own.into_iter().any(|&f| self.fns[f].drains)
+    }
+}
+
+/// What a question about a name comes to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Answer {
+    /// Yes (with the timer loop, for [`Graph::job`]).
+    Yes(Option<Span>),
+    No,
+    /// It depends on calls of names not read yet ([`Ask::wanted`]).
+    Unknown,
+}
+
+/// One round of questions over the files read so far.
+#[derive(Default)]
+struct Ask<'a> {
+    /// Names whose every mention was read.
+    read: Option<&'a HashSet<String>>,
+    /// Names with a mention that could not be read (see [`scan_mentions`]).
+    blind: Option<&'a HashSet<String>>,
+    /// Names to read next: their answer is [`Answer::Unknown`] until then.
+    wanted: Vec<String>,
+    job: HashMap<String, Answer>,
+    once: HashMap<String, Answer>,
+}
+
+impl Ask<'_> {
+    /// The answer for a name whose mentions are not all read: no for one that cannot be,
+    /// unknown (and wanted) for one not read yet.
+    fn unread(&mut self, name: &str) -> Option<Answer> {
+        if self.blind.is_some_and(|b| b.contains(name)) {
+            return Some(Answer::No);
+        }
+        if self.read.is_some_and(|r| r.contains(name)) {
+            return None;
+        }
+        self.wanted.push(name.to_string());
+        Some(Answer::Unknown)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,463 @@
+//! Reading one file's tokens: its functions, their timer loops, and every call or mention of a
+//! function, with what is around it (a timer loop, a spawn in a loop, test code).
+
+use std::collections::HashMap;
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+use super::Text;
+use crate::source::{FileId, LineIndex, Span};
+
+#[derive(Default)]
+pub(super) struct Graph {
+    pub(super) fns: Vec<Func>,
+    /// Every function's position in `fns`, by name.
+    pub(super) by_name: HashMap<String, Vec<usize>>,
+    /// Where each name is called or passed on, by the name.
+    pub(super) sites: HashMap<String, Vec<Site>>,
+    /// See [`Jobs::side_by_side`].
+    pub(super) side_by_side: Vec<Span>,
+}
+
+pub(super) struct Func {
+    pub(super) name: String,
+    /// Receives from a channel.
+    pub(super) drains: bool,
+    /// Its own timer loops: the keyword, and the loop to the end of its body.
+    pub(super) loops: Vec<(Span, Span)>,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Site {
+    /// The function the site is in (none: an item's initialiser, a static).
+    pub(super) caller: Option<usize>,
+    /// The timer loop or scheduler call around the site.
+    pub(super) timer: Option<Span>,
+    /// In test code.
+    pub(super) test: bool,
+    /// Run side by side with other runs of itself: spawned (or joined) in a loop or a `map`.
+    pub(super) concurrent: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    func: Option<usize>,
+    timer: Option<Span>,
+    test: bool,
+    /// In a loop's body or a `map`-like call's arguments.
+    repeat: bool,
+    /// In a `spawn`-like call's arguments inside the innermost loop.
+    spawned: bool,
+    /// Groups around the tokens: deeper ones are not read (hostile nesting).
+    depth: usize,
+}
+
+/// Nesting of groups read; real code stays far below.
+const MAX_DEPTH: usize = 128;
+
+impl Graph {
+    /// Read one file's functions, loops and calls; false if it is no Rust tokens.
+    pub(super) fn scan(&mut self, t: &Text) -> bool {
+        let text = t.text.strip_prefix('\u{feff}').unwrap_or(t.text);
+        // A shebang line is no Rust token: blanked, keeping offsets.
+        let blanked;
+        let text = match text.starts_with("#!") && !text.starts_with("#![") {
+            true => {
+                let end = text.find('\n').unwrap_or(text.len());
+                blanked = format!("{}{}", " ".repeat(end), &text[end..]);
+                blanked.as_str()
+            }
+            false => text,
+        };
+        let Ok(tokens) = text.parse::<TokenStream>() else {
+            return false;
+        };
+        let shift = t.text.len() - text.len();
+        let mut s = Scanner {
+            graph: self,
+            file: t.id,
+            lines: LineIndex::at_newlines(text),
+            len: text.len(),
+            shift,
+        };
+        let cx = Ctx {
+            func: None,
+            timer: None,
+            test: t.test,
+            repeat: false,
+            spawned: false,
+            depth: 0,
+        };
+        s.stream(tokens, cx);
+        true
+    }
+}
+
+/// What holds from a statement's start to its `;`.
+#[derive(Default)]
+struct Level {
+    /// A test attribute (`#[test]`, `#[cfg(test)]`) stands before the item.
+    test_attr: bool,
+    /// The statement hands work to a scheduler (`scheduler.every(..).run(|| ..)`).
+    scheduled: Option<Span>,
+}
+
+struct Scanner<'g> {
+    graph: &'g mut Graph,
+    file: FileId,
+    lines: LineIndex,
+    len: usize,
+    shift: usize,
+}
+
+/// Words that can stand before `(` and name no function.
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+    "return", "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
+    "where", "while",
+];
+
+impl Scanner<'_> {
+    fn span(&self, at: proc_macro2::Span) -> Span {
+        let (a, b) = (at.start(), at.end());
+        let offset = |lc: proc_macro2::LineColumn| {
+            self.lines.offset_of_column(lc.line, lc.column, self.len) + self.shift
+        };
+        Span::new(self.file, offset(a)..offset(b).max(offset(a)))
+    }
+
+    /// From the start of `from` to the end of `to`.
+    fn span_between(&self, from: proc_macro2::Span, to: proc_macro2::Span) -> Span {
+        let (a, b) = (self.span(from), self.span(to));
+        Span::new(self.file, a.start()..b.end().max(a.start()))
+    }
+
+    fn stream(&mut self, tokens: TokenStream, cx: Ctx) {
+        if cx.depth > MAX_DEPTH {
+            return;
+        }
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut k = 0;
+        let mut level = Level::default();
+        while k < trees.len() {
+            k = match &trees[k] {
+                TokenTree::Punct(p) if p.as_char() == '#' => match trees.get(k + 1) {
+                    Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Bracket => {
+                        level.test_attr |= is_test_attribute(g.stream());
+                        k + 2
+                    }
+                    _ => k + 1,
+                },
+                TokenTree::Punct(p) if p.as_char() == ';' => {
+                    level = Level::default();
+                    k + 1
+                }
+                TokenTree::Ident(i) => self.word(&trees, k, i, cx, &mut level),
+                TokenTree::Group(_) => {
+                    let timer = cx.timer.or(level.scheduled);
+                    self.group(&trees[k], Ctx { timer, ..cx });
+                    k + 1
+                }
+                _ => k + 1,
+            };
+        }
+    }
+
+    /// The word at `k`: an item, a loop, a call or another mention. Returns where to go on.
+    fn word(
+        &mut self,
+        trees: &[TokenTree],
+        k: usize,
+        i: &proc_macro2::Ident,
+        cx: Ctx,
+        level: &mut Level,
+    ) -> usize {
+        let word = i.to_string();
+        let test = cx.test || level.test_attr;
+        match word.as_str() {
+            "use" => {
+                level.test_attr = false;
+                next_semicolon(trees, k)
+            }
+            "fn" => {
+                level.test_attr = false;
+                self.function(trees, k, test, cx.depth)
+            }
+            "mod" | "impl" | "trait" => {
+                level.test_attr = false;
+                let Some(b) = body(trees, k + 1) else {
+                    return k + 1;
+                };
+                self.group(&trees[b], Ctx { test, ..cx });
+                b + 1
+            }
+            "loop" | "while" | "for" => match body(trees, k + 1) {
+                Some(b) => self.looped(trees, k, b, i, cx),
+                None => k + 1,
+            },
+            _ => self.mention(trees, k, &word, Ctx { test, ..cx }, level),
+        }
+    }
+
+    /// The loop from `k` to its body at `b`.
+    fn looped(
+        &mut self,
+        trees: &[TokenTree],
+        k: usize,
+        b: usize,
+        keyword: &proc_macro2::Ident,
+        cx: Ctx,
+    ) -> usize {
+        let word = keyword.to_string();
+        let timer = cx.timer.or_else(|| {
+            let once = !(cx.repeat && cx.spawned) && word != "for";
+            let at = (once && wakes_on_timer(&word, &trees[k + 1..=b]))
+                .then(|| self.span(keyword.span()))?;
+            if let Some(f) = cx.func {
+                let whole = self.span_between(keyword.span(), trees[b].span());
+                self.graph.fns[f].loops.push((at, whole));
+            }
+            Some(at)
+        });
+        // What the body spawns runs beside the body's next runs; a spawn around the loop
+        // started it once.
+        let inner = Ctx {
+            timer,
+            repeat: true,
+            spawned: false,
+            ..cx
+        };
+        self.stream(trees[k + 1..b].iter().cloned().collect(), inner);
+        self.group(&trees[b], inner);
+        b + 1
+    }
+
+    /// Any other word at `k`: a call or mention of a function (a site), a channel read, a
+    /// scheduler, or a call that runs its arguments per item or beside the caller.
+    fn mention(
+        &mut self,
+        trees: &[TokenTree],
+        k: usize,
+        word: &str,
+        cx: Ctx,
+        level: &mut Level,
+    ) -> usize {
+        let call = is_call(trees.get(k + 1));
+        if call
+            && RECEIVES.contains(&word)
+            && let Some(f) = cx.func
+        {
+            self.graph.fns[f].drains = true;
+        }
+        if call && schedules(word) {
+            level.scheduled = level.scheduled.or(Some(self.span(trees[k].span())));
+        }
+        let timer = cx.timer.or(level.scheduled);
+        let field = !call && is_punct(k.checked_sub(1).map(|j| &trees[j]), '.');
+        let mac = is_punct(trees.get(k + 1), '!');
+        if !field && !mac && mentions_function(word) {
+            let site = Site {
+                caller: cx.func,
+                timer,
+                test: cx.test,
+                concurrent: cx.repeat && cx.spawned,
+            };
+            self.graph
+                .sites
+                .entry(word.to_string())
+                .or_default()
+                .push(site);
+        }
+        let repeats = REPEATS.contains(&word);
+        if !call || !(repeats || spawns(word)) {
+            return k + 1;
+        }
+        let repeat = cx.repeat || repeats;
+        let spawned = cx.spawned || spawns(word);
+        if repeat && spawned && !(cx.repeat && cx.spawned) {
+            let region = self.span(trees[k + 1].span());
+            self.graph.side_by_side.push(region);
+        }
+        let inner = Ctx {
+            timer,
+            repeat,
+            spawned,
+            ..cx
+        };
+        self.group(&trees[k + 1], inner);
+        k + 2
+    }
+
+    fn group(&mut self, tree: &TokenTree, cx: Ctx) {
+        if let TokenTree::Group(g) = tree {
+            let depth = cx.depth + 1;
+            self.stream(g.stream(), Ctx { depth, ..cx });
+        }
+    }
+
+    /// `fn name .. { body }` at `k`: the function recorded and its body scanned. Returns where
+    /// to go on.
+    fn function(&mut self, trees: &[TokenTree], k: usize, test: bool, depth: usize) -> usize {
+        let Some(TokenTree::Ident(name)) = trees.get(k + 1) else {
+            return k + 1;
+        };
+        let Some(b) = body(trees, k + 2) else {
+            return k + 2;
+        };
+        let f = self.graph.fns.len();
+        let name = name.to_string();
+        self.graph.by_name.entry(name.clone()).or_default().push(f);
+        self.graph.fns.push(Func {
+            name,
+            drains: false,
+            loops: Vec::new(),
+        });
+        // A function declared inside a loop is not run by it.
+        let cx = Ctx {
+            func: Some(f),
+            timer: None,
+            test,
+            repeat: false,
+            spawned: false,
+            depth,
+        };
+        self.group(&trees[b], cx);
+        b + 1
+    }
+}
+
+/// Calls that run a closure per item: what they spawn runs side by side.
+const REPEATS: &[&str] = &["map", "for_each", "flat_map", "filter_map", "try_for_each"];
+
+/// Calls that run their argument beside the caller: `spawn`, `spawn_blocking`, `join_all`,
+/// `buffer_unordered`, `for_each_concurrent`.
+fn spawns(word: &str) -> bool {
+    word.starts_with("spawn")
+        || word.ends_with("join_all")
+        || word.starts_with("buffer")
+        || word.ends_with("_concurrent")
+}
+
+/// Types a loop runs its work side by side with.
+const SIDE_BY_SIDE: &[&str] = &["FuturesUnordered", "JoinSet", "Semaphore"];
+
+/// Calls that receive from a channel.
+const RECEIVES: &[&str] = &[
+    "recv",
+    "try_recv",
+    "recv_many",
+    "recv_timeout",
+    "blocking_recv",
+];
+
+/// A call that waits for a timer: `sleep(..)`, `sleep_until(..)`, `interval.tick()`,
+/// `delay_for(..)`, a backoff's `sleep_async()`.
+fn waits(word: &str) -> bool {
+    word.starts_with("sleep") || word == "tick" || word.starts_with("delay_")
+}
+
+/// A call that hands a closure to a scheduler: clokwerk's `every(..)`, `start_async_cron(..)`.
+fn schedules(word: &str) -> bool {
+    word == "every" || word.to_ascii_lowercase().contains("cron")
+}
+
+/// A word that may name a function: lower case, not a keyword.
+fn mentions_function(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && word != "_"
+        && !KEYWORDS.contains(&word)
+}
+
+/// The loop (`while` or `loop`: its condition and body) waits for a timer, receives from no
+/// channel, runs no work side by side, and is no retry: it does not leave with a value
+/// (`return Ok(row)`, `break conn`) and a `while` does not count its turns (`while tried <
+/// retries`).
+fn wakes_on_timer(keyword: &str, trees: &[TokenTree]) -> bool {
+    let counted = keyword == "while"
+        && !matches!(trees.first(), Some(TokenTree::Ident(i)) if i == "let")
+        && trees
+            .iter()
+            .any(|t| is_punct(Some(t), '<') || is_punct(Some(t), '>'));
+    let (mut timer, mut other) = (false, counted);
+    visit_words(trees, 0, &mut |w, call, next| {
+        timer |= call && waits(w);
+        other |= (call && RECEIVES.contains(&w)) || SIDE_BY_SIDE.contains(&w);
+        other |= matches!(w, "return" | "break") && gives_value(next);
+    });
+    timer && !other
+}
+
+/// What follows `return` or `break` is a value: not nothing, a label, `()` or `Ok(())`.
+fn gives_value(next: &[TokenTree]) -> bool {
+    let empty = |t: Option<&TokenTree>| {
+        matches!(t, Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis
+            && (g.stream().is_empty() || g.stream().to_string().replace(' ', "") == "()"))
+    };
+    match next.first() {
+        None => false,
+        Some(TokenTree::Punct(p)) => !matches!(p.as_char(), ';' | '\'' | ','),
+        Some(TokenTree::Ident(i)) if i == "Ok" => !empty(next.get(1)),
+        Some(t) => !empty(Some(t)),
+    }
+}
+
+/// Every word in `trees`, nested groups included, whether it is called, and what follows it.
+fn visit_words(trees: &[TokenTree], depth: usize, f: &mut impl FnMut(&str, bool, &[TokenTree])) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    for (k, t) in trees.iter().enumerate() {
+        match t {
+            TokenTree::Ident(i) => f(&i.to_string(), is_call(trees.get(k + 1)), &trees[k + 1..]),
+            TokenTree::Group(g) => {
+                let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+                visit_words(&inner, depth + 1, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_call(next: Option<&TokenTree>) -> bool {
+    matches!(next, Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis)
+}
+
+fn is_punct(t: Option<&TokenTree>, c: char) -> bool {
+    matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == c)
+}
+
+/// The first `{ .. }` group from `k` on before a `;`: an item's or a loop's body.
+fn body(trees: &[TokenTree], k: usize) -> Option<usize> {
+    for (j, t) in trees.iter().enumerate().skip(k) {
+        match t {
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => return Some(j),
+            TokenTree::Punct(p) if p.as_char() == ';' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn next_semicolon(trees: &[TokenTree], k: usize) -> usize {
+    (k..trees.len())
+        .find(|&j| is_punct(trees.get(j), ';'))
+        .map_or(trees.len(), |j| j + 1)
+}
+
+/// `#[test]`, `#[tokio::test]`, `#[cfg(test)]`; not `#[cfg(not(test))]`.
+fn is_test_attribute(tokens: TokenStream) -> bool {
+    let mut words = Vec::new();
+    collect_words(tokens, &mut words);
+    words.iter().any(|w| w == "test") && !words.iter().any(|w| w == "not")
+}
+
+fn collect_words(tokens: TokenStream, out: &mut Vec<String>) {
+    for t in tokens {
+        match t {
+            TokenTree::Ident(i) => out.push(i.to_string()),
+            TokenTree::Group(g) => collect_words(g.stream(), out),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,194 @@
+use super::*;
+
+fn jobs(files: &[(&str, bool)], names: &[&str]) -> Vec<String> {
+    let texts: Vec<Text> = files
+        .iter()
+        .enumerate()
+        .map(|(id, &(text, test))| Text { id, text, test })
+        .collect();
+    let found = find(&texts, &HashSet::new(), names, |_| Vec::new());
+    let mut found: Vec<String> = found.called.into_keys().collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_function_only_a_sleeping_loop_calls_is_a_job() {
+    let main = "async fn main() { tokio::spawn(async move { loop { purge().await; \
+                tokio::time::sleep(D).await; } }); serve().await }";
+    let db = "async fn purge() {} async fn serve() { handle().await } async fn handle() {}";
+    assert_eq!(
+        jobs(&[(main, false), (db, false)], &["purge", "handle"]),
+        ["purge"]
+    );
+}
+
+#[test]
+fn a_job_is_found_through_the_functions_between_the_loop_and_it() {
+    let main = "async fn run() { let mut t = interval(D); loop { tokio::select! { _ = \
+                t.tick() => { poll_once(&s).await } } } }";
+    let chain = "async fn poll_once(s: &S) { s.store.update_head().await; } \
+                 impl Store { async fn update_head(&self) {} }";
+    assert_eq!(
+        jobs(&[(main, false), (chain, false)], &["update_head"]),
+        ["update_head"]
+    );
+}
+
+#[test]
+fn one_caller_outside_a_timer_loop_makes_it_no_job() {
+    let main = "async fn run() { loop { refresh().await; sleep(D).await; } } \
+                async fn handler() { refresh().await }";
+    assert!(jobs(&[(main, false)], &["refresh"]).is_empty());
+    // Passed on by name (a route, a spawn) is a caller too.
+    let routes = "async fn run() { loop { refresh().await; sleep(D).await; } } \
+                  fn app() -> Router { Router::new().route(\"/r\", post(refresh)) }";
+    assert!(jobs(&[(routes, false)], &["refresh"]).is_empty());
+}
+
+#[test]
+fn tests_calling_a_job_do_not_make_it_a_request() {
+    let main = "async fn run() { loop { refresh().await; sleep(D).await; } }";
+    let unit = "#[cfg(test)] mod tests { #[tokio::test] async fn t() { refresh().await } }";
+    let it = "async fn it() { refresh().await }";
+    let files = [(main, false), (unit, false), (it, true)];
+    assert_eq!(jobs(&files, &["refresh"]), ["refresh"]);
+}
+
+#[test]
+fn a_retry_loop_without_a_timer_or_a_channel_consumer_is_no_job() {
+    let spin = "async fn run() { loop { if step().await { break } } }";
+    assert!(jobs(&[(spin, false)], &["step"]).is_empty());
+    // Fed by this process's handlers: runs wherever they run.
+    let fed = "async fn run() { loop { select! { m = rx.recv() => keep(m), _ = t.tick() \
+               => flush().await } } }";
+    assert!(jobs(&[(fed, false)], &["flush"]).is_empty());
+    let drains = "async fn run() { loop { flush().await; sleep(D).await } } \
+                  async fn flush() { while let Ok(r) = rx.try_recv() {} write().await }";
+    assert!(jobs(&[(drains, false)], &["write"]).is_empty());
+}
+
+#[test]
+fn a_retry_loop_is_no_job() {
+    let found = "async fn load(c: &mut Conn) -> Result<Row> { loop { match get(c).await { \
+                 Ok(r) => return Ok(r), Err(_) => sleep(D).await } } }";
+    assert!(jobs(&[(found, false)], &["get"]).is_empty());
+    let counted = "async fn load(c: &mut Conn) { let mut n = 0; while n < 5 { n += 1; \
+                   if get(c).await.is_ok() { break; } sleep(D).await } }";
+    assert!(jobs(&[(counted, false)], &["get"]).is_empty());
+    let connect = "fn listen() -> Client { loop { if let Ok(c) = connect() { break c; } \
+                   backoff.sleep_async(); } }";
+    assert!(jobs(&[(connect, false)], &["connect"]).is_empty());
+    // Leaving without a value, at shutdown or when run once, is no retry.
+    let daemon = "async fn run(daemon: bool) -> Result<()> { loop { harvest().await?; \
+                  if stop() { break; } if daemon { sleep(D).await } else { return Ok(()); } } }";
+    assert_eq!(jobs(&[(daemon, false)], &["harvest"]), ["harvest"]);
+}
+
+#[test]
+fn work_a_loop_runs_side_by_side_is_no_job() {
+    let spawned = "async fn run() { loop { let item = next().await; \
+                   tokio::spawn(process(item)); sleep(D).await } }";
+    assert!(jobs(&[(spawned, false)], &["process"]).is_empty());
+    let joined = "async fn run() { loop { join_all(ids.iter().map(|i| process(i))).await; \
+                  sleep(D).await } }";
+    assert!(jobs(&[(joined, false)], &["process"]).is_empty());
+    let unordered = "async fn run() { loop { let mut f = FuturesUnordered::new(); \
+                     f.push(process(1)); sleep(D).await } }";
+    assert!(jobs(&[(unordered, false)], &["process"]).is_empty());
+    // A loop over the items, awaiting each, runs one at a time.
+    let sequential = "async fn run() { loop { for i in ids { process(i).await } \
+                      sleep(D).await } }";
+    assert_eq!(jobs(&[(sequential, false)], &["process"]), ["process"]);
+}
+
+#[test]
+fn a_worker_pool_is_no_job() {
+    let pool = "async fn worker() { loop { claim().await; sleep(D).await } } \
+                fn start(n: usize) { for _ in 0..n { tokio::spawn(worker()); } }";
+    assert!(jobs(&[(pool, false)], &["claim"]).is_empty());
+    let mapped = "async fn worker() { loop { claim().await; sleep(D).await } } \
+                  fn start() { let h: Vec<_> = (0..4).map(|_| tokio::spawn(worker())).collect(); }";
+    assert!(jobs(&[(mapped, false)], &["claim"]).is_empty());
+    // Spawned once, from `main`.
+    let one = "async fn worker() { loop { claim().await; sleep(D).await } } \
+               fn main() { tokio::spawn(worker()); }";
+    assert_eq!(jobs(&[(one, false)], &["claim"]), ["claim"]);
+}
+
+/// The span of the first `needle` in `text` (file 0).
+fn at(text: &str, needle: &str) -> Span {
+    let start = text.find(needle).unwrap_or(usize::MAX);
+    Span::new(0, start..start + needle.len())
+}
+
+/// The span of the last `needle` in `text` (file 0).
+fn last(text: &str, needle: &str) -> Span {
+    let start = text.rfind(needle).unwrap_or(usize::MAX);
+    Span::new(0, start..start + needle.len())
+}
+
+#[test]
+fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
+    let text = "async fn purge(pool: PgPool) { setup().await; loop { if due(&pool).await { \
+                clean(&pool).await } sleep(D).await } }\nfn main() { tokio::spawn(purge(p)); }";
+    let texts = [Text {
+        id: 0,
+        text,
+        test: false,
+    }];
+    let jobs = find(&texts, &HashSet::from([0]), &[], |_| vec!["purge".into()]);
+    assert!(jobs.once.contains("purge"));
+    let [(kw, whole)] = jobs.loops[..] else {
+        panic!("one loop expected: {:?}", jobs.loops);
+    };
+    assert_eq!(kw, at(text, "loop"));
+    let body = "loop { if due(&pool).await { clean(&pool).await } sleep(D).await }";
+    assert_eq!(whole, at(text, body));
+    assert_eq!(
+        jobs.loop_of([at(text, "clean(&pool)")].into_iter()),
+        Some(kw)
+    );
+    assert_eq!(jobs.loop_of([at(text, "setup()")].into_iter()), None);
+    // Reached from `main` through the spawned function.
+    let chain = [at(text, "purge(p)"), at(text, "due(&pool)")];
+    assert_eq!(jobs.loop_of(chain.into_iter()), Some(kw));
+}
+
+#[test]
+fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
+    let text = "async fn purge() { loop { clean().await; sleep(D).await } }\n\
+                fn main() { for _ in 0..4 { tokio::spawn(purge()); } }";
+    let texts = [Text {
+        id: 0,
+        text,
+        test: false,
+    }];
+    let own = |_: &Jobs| vec!["purge".into(), "main".into()];
+    let jobs = find(&texts, &HashSet::from([0]), &[], own);
+    assert!(!jobs.once.contains("purge"));
+    assert!(jobs.once.contains("main"));
+    let chain = [last(text, "purge()"), at(text, "clean()")];
+    assert_eq!(jobs.loop_of(chain.into_iter()), None);
+}
+
+#[test]
+fn a_closure_handed_to_a_scheduler_is_a_job() {
+    let lemmy = "fn setup() { scheduler.every(1.day()).run(move || async move { \
+                 recount(&mut pool).await }); }";
+    assert_eq!(jobs(&[(lemmy, false)], &["recount"]), ["recount"]);
+}
+
+#[test]
+fn a_caller_in_a_file_that_cannot_be_read_is_no_job_s() {
+    let main = "async fn run() { loop { refresh().await; sleep(D).await; } }";
+    let broken = "fn handler() { refresh(); \"unterminated }";
+    assert!(jobs(&[(main, false), (broken, false)], &["refresh"]).is_empty());
+}
+
+#[test]
+fn an_uncalled_function_and_a_call_cycle_are_no_job() {
+    let text = "async fn a() { b().await } async fn b() { a().await } \
+                async fn run() { loop { c().await; sleep(D).await } }";
+    assert!(jobs(&[(text, false)], &["a", "lonely"]).is_empty());
+}
