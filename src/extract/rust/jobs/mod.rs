@@ -56,7 +56,17 @@ pub(super) fn mark(
     if config.rust.background_jobs == BackgroundJobs::Replicated {
         return;
     }
-    let rust = |u: &Unit| u.kind == UnitKind::RustFn;
+    // Only a unit that writes or locks can race (a plain read is no finding of any rule that
+    // asks about jobs): the others' callers are not looked for, and `txlint model` shows no
+    // job on them.
+    let rust = |u: &Unit| {
+        let mut steps = u.transactions.iter().flat_map(|t| &t.steps);
+        u.kind == UnitKind::RustFn
+            && steps.any(|s| {
+                let f = &s.facts;
+                !f.writes.is_empty() || !f.row_locks.is_empty() || !f.extra().advisory.is_empty()
+            })
+    };
     let names: Vec<&str> = units
         .iter()
         .filter(|u| rust(u))
