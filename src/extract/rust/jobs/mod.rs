@@ -99,6 +99,10 @@ pub(super) fn mark(
         });
         at.next()?.filter(|_| at.all(|k| k.is_some()))
     };
+    // No text that could wait for a timer or hand work to a scheduler: no job to look for.
+    if !texts.iter().any(|t| scan::may_wait(t.text)) {
+        return;
+    }
     let found = find(&texts, &files, &names, |found| {
         let own = units
             .iter()

@@ -357,6 +357,19 @@ fn waits(word: &str) -> bool {
     word.starts_with("sleep") || word == "tick" || word.starts_with("delay_")
 }
 
+/// `text` may hold a call of [`waits`] or [`schedules`] (a byte search, before any tokens).
+pub(super) fn may_wait(text: &str) -> bool {
+    static WORDS: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::OnceLock::new();
+    let words = WORDS.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["sleep", "tick", "delay_", "every", "cron"])
+            .ok()
+    });
+    words.as_ref().is_none_or(|w| w.is_match(text))
+}
+
 /// A call that hands a closure to a scheduler: clokwerk's `every(..)`, `start_async_cron(..)`.
 fn schedules(word: &str) -> bool {
     word == "every" || word.to_ascii_lowercase().contains("cron")

@@ -173,6 +173,14 @@ fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
 }
 
 #[test]
+fn only_a_text_with_a_timer_or_a_scheduler_word_may_hold_a_job() {
+    assert!(scan::may_wait("loop { tokio::time::sleep(d).await }"));
+    assert!(scan::may_wait("interval.tick().await"));
+    assert!(scan::may_wait("start_async_cron(\"x\", d, f)"));
+    assert!(!scan::may_wait("loop { work().await; if done { break } }"));
+}
+
+#[test]
 fn a_closure_handed_to_a_scheduler_is_a_job() {
     let lemmy = "fn setup() { scheduler.every(1.day()).run(move || async move { \
                  recount(&mut pool).await }); }";
