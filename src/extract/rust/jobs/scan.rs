@@ -79,6 +79,8 @@ impl Graph {
             lines: LineIndex::at_newlines(text),
             len: text.len(),
             shift,
+            budget: WORK_PER_BYTE * text.len() + 4096,
+            exhausted: false,
         };
         let cx = Ctx {
             func: None,
@@ -88,19 +90,55 @@ impl Graph {
             spawned: false,
             depth: 0,
         };
-        s.stream(tokens, cx);
-        true
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        s.stream(&trees, cx);
+        !s.exhausted
     }
 }
 
-/// What holds from a statement's start to its `;`.
+/// One group's tokens as they are read: what holds from a statement's start to its `;`, and
+/// where each item's or loop's body is.
 #[derive(Default)]
 struct Level {
     /// A test attribute (`#[test]`, `#[cfg(test)]`) stands before the item.
     test_attr: bool,
     /// The statement hands work to a scheduler (`scheduler.every(..).run(|| ..)`).
     scheduled: Option<Span>,
+    /// For each position, the first `{ .. }` group or `;` from there on (the length if none):
+    /// a body is found in one step, not by a scan per keyword (`while while ..` is
+    /// quadratic otherwise).
+    stops: Vec<usize>,
 }
+
+impl Level {
+    fn new(trees: &[TokenTree]) -> Level {
+        let mut stops = vec![trees.len(); trees.len() + 1];
+        for j in (0..trees.len()).rev() {
+            let stop = match &trees[j] {
+                TokenTree::Group(g) => g.delimiter() == Delimiter::Brace,
+                TokenTree::Punct(p) => p.as_char() == ';',
+                _ => false,
+            };
+            stops[j] = if stop { j } else { stops[j + 1] };
+        }
+        Level {
+            stops,
+            ..Level::default()
+        }
+    }
+
+    /// The first `{ .. }` group from `k` on before a `;`: an item's or a loop's body.
+    fn body(&self, trees: &[TokenTree], k: usize) -> Option<usize> {
+        let j = *self.stops.get(k)?;
+        matches!(trees.get(j), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace)
+            .then_some(j)
+    }
+}
+
+/// Tokens a file's reading may visit per byte of it: each token is read once, and again by
+/// the loops around it that ask whether they wait for a timer; hostile nesting (`while while
+/// ..`) would read it once per level.
+const WORK_PER_BYTE: usize = 16;
 
 struct Scanner<'g> {
     graph: &'g mut Graph,
@@ -108,6 +146,10 @@ struct Scanner<'g> {
     lines: LineIndex,
     len: usize,
     shift: usize,
+    /// Tokens still to visit (see [`WORK_PER_BYTE`]).
+    budget: usize,
+    /// The budget ran out: the file's calls were not all read.
+    exhausted: bool,
 }
 
 /// Words that can stand before `(` and name no function.
@@ -133,13 +175,21 @@ impl Scanner<'_> {
         Span::new(self.file, a.start()..b.end().max(a.start()))
     }
 
-    fn stream(&mut self, tokens: TokenStream, cx: Ctx) {
-        if cx.depth > MAX_DEPTH {
+    /// Takes `n` tokens from the budget; false (and the file is not read whole) when it is out.
+    fn spend(&mut self, n: usize) -> bool {
+        match self.budget.checked_sub(n) {
+            Some(left) => self.budget = left,
+            None => self.exhausted = true,
+        }
+        !self.exhausted
+    }
+
+    fn stream(&mut self, trees: &[TokenTree], cx: Ctx) {
+        if cx.depth > MAX_DEPTH || !self.spend(trees.len()) {
             return;
         }
-        let trees: Vec<TokenTree> = tokens.into_iter().collect();
         let mut k = 0;
-        let mut level = Level::default();
+        let mut level = Level::new(trees);
         while k < trees.len() {
             k = match &trees[k] {
                 TokenTree::Punct(p) if p.as_char() == '#' => match trees.get(k + 1) {
@@ -150,10 +200,10 @@ impl Scanner<'_> {
                     _ => k + 1,
                 },
                 TokenTree::Punct(p) if p.as_char() == ';' => {
-                    level = Level::default();
+                    (level.test_attr, level.scheduled) = (false, None);
                     k + 1
                 }
-                TokenTree::Ident(i) => self.word(&trees, k, i, cx, &mut level),
+                TokenTree::Ident(i) => self.word(trees, k, i, cx, &mut level),
                 TokenTree::Group(_) => {
                     let timer = cx.timer.or(level.scheduled);
                     self.group(&trees[k], Ctx { timer, ..cx });
@@ -182,17 +232,17 @@ impl Scanner<'_> {
             }
             "fn" => {
                 level.test_attr = false;
-                self.function(trees, k, test, cx.depth)
+                self.function(trees, k, test, cx.depth, level)
             }
             "mod" | "impl" | "trait" => {
                 level.test_attr = false;
-                let Some(b) = body(trees, k + 1) else {
+                let Some(b) = level.body(trees, k + 1) else {
                     return k + 1;
                 };
                 self.group(&trees[b], Ctx { test, ..cx });
                 b + 1
             }
-            "loop" | "while" | "for" => match body(trees, k + 1) {
+            "loop" | "while" | "for" => match level.body(trees, k + 1) {
                 Some(b) => self.looped(trees, k, b, i, cx),
                 None => k + 1,
             },
@@ -212,8 +262,12 @@ impl Scanner<'_> {
         let word = keyword.to_string();
         let timer = cx.timer.or_else(|| {
             let once = !(cx.repeat && cx.spawned) && word != "for";
-            let at = (once && wakes_on_timer(&word, &trees[k + 1..=b]))
-                .then(|| self.span(keyword.span()))?;
+            if !once {
+                return None;
+            }
+            let wakes = wakes_on_timer(&word, &trees[k + 1..=b], &mut self.budget);
+            self.exhausted |= self.budget == 0;
+            let at = wakes.then(|| self.span(keyword.span()))?;
             if let Some(f) = cx.func {
                 let whole = self.span_between(keyword.span(), trees[b].span());
                 self.graph.fns[f].loops.push((at, whole));
@@ -228,7 +282,12 @@ impl Scanner<'_> {
             spawned: false,
             ..cx
         };
-        self.stream(trees[k + 1..b].iter().cloned().collect(), inner);
+        // The condition read as one level deeper: a chain of `while while ..` is nesting too.
+        let condition = Ctx {
+            depth: cx.depth + 1,
+            ..inner
+        };
+        self.stream(&trees[k + 1..b], condition);
         self.group(&trees[b], inner);
         b + 1
     }
@@ -292,17 +351,25 @@ impl Scanner<'_> {
     fn group(&mut self, tree: &TokenTree, cx: Ctx) {
         if let TokenTree::Group(g) = tree {
             let depth = cx.depth + 1;
-            self.stream(g.stream(), Ctx { depth, ..cx });
+            let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+            self.stream(&inner, Ctx { depth, ..cx });
         }
     }
 
     /// `fn name .. { body }` at `k`: the function recorded and its body scanned. Returns where
     /// to go on.
-    fn function(&mut self, trees: &[TokenTree], k: usize, test: bool, depth: usize) -> usize {
+    fn function(
+        &mut self,
+        trees: &[TokenTree],
+        k: usize,
+        test: bool,
+        depth: usize,
+        level: &Level,
+    ) -> usize {
         let Some(TokenTree::Ident(name)) = trees.get(k + 1) else {
             return k + 1;
         };
-        let Some(b) = body(trees, k + 2) else {
+        let Some(b) = level.body(trees, k + 2) else {
             return k + 2;
         };
         let f = self.graph.fns.len();
@@ -386,14 +453,14 @@ fn mentions_function(word: &str) -> bool {
 /// channel, runs no work side by side, and is no retry: it does not leave with a value
 /// (`return Ok(row)`, `break conn`) and a `while` does not count its turns (`while tried <
 /// retries`).
-fn wakes_on_timer(keyword: &str, trees: &[TokenTree]) -> bool {
+fn wakes_on_timer(keyword: &str, trees: &[TokenTree], budget: &mut usize) -> bool {
     let counted = keyword == "while"
         && !matches!(trees.first(), Some(TokenTree::Ident(i)) if i == "let")
         && trees
             .iter()
             .any(|t| is_punct(Some(t), '<') || is_punct(Some(t), '>'));
     let (mut timer, mut other) = (false, counted);
-    visit_words(trees, 0, &mut |w, call, next| {
+    visit_words(trees, 0, budget, &mut |w, call, next| {
         timer |= call && waits(w);
         other |= (call && RECEIVES.contains(&w)) || SIDE_BY_SIDE.contains(&w);
         other |= matches!(w, "return" | "break") && gives_value(next);
@@ -416,16 +483,23 @@ fn gives_value(next: &[TokenTree]) -> bool {
 }
 
 /// Every word in `trees`, nested groups included, whether it is called, and what follows it.
-fn visit_words(trees: &[TokenTree], depth: usize, f: &mut impl FnMut(&str, bool, &[TokenTree])) {
-    if depth > MAX_DEPTH {
+fn visit_words(
+    trees: &[TokenTree],
+    depth: usize,
+    budget: &mut usize,
+    f: &mut impl FnMut(&str, bool, &[TokenTree]),
+) {
+    if depth > MAX_DEPTH || *budget < trees.len() {
+        *budget = 0;
         return;
     }
+    *budget -= trees.len();
     for (k, t) in trees.iter().enumerate() {
         match t {
             TokenTree::Ident(i) => f(&i.to_string(), is_call(trees.get(k + 1)), &trees[k + 1..]),
             TokenTree::Group(g) => {
                 let inner: Vec<TokenTree> = g.stream().into_iter().collect();
-                visit_words(&inner, depth + 1, f);
+                visit_words(&inner, depth + 1, budget, f);
             }
             _ => {}
         }
@@ -438,18 +512,6 @@ fn is_call(next: Option<&TokenTree>) -> bool {
 
 fn is_punct(t: Option<&TokenTree>, c: char) -> bool {
     matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == c)
-}
-
-/// The first `{ .. }` group from `k` on before a `;`: an item's or a loop's body.
-fn body(trees: &[TokenTree], k: usize) -> Option<usize> {
-    for (j, t) in trees.iter().enumerate().skip(k) {
-        match t {
-            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => return Some(j),
-            TokenTree::Punct(p) if p.as_char() == ';' => return None,
-            _ => {}
-        }
-    }
-    None
 }
 
 fn next_semicolon(trees: &[TokenTree], k: usize) -> usize {

@@ -181,6 +181,34 @@ fn only_a_text_with_a_timer_or_a_scheduler_word_may_hold_a_job() {
 }
 
 #[test]
+fn hostile_nesting_is_read_to_a_bounded_depth() {
+    // Each `while` reads the rest as its condition: without a bound, n levels of n tokens.
+    let chain = format!("fn f() {{ refresh(); {} {{}} }}", "while ".repeat(50_000));
+    let texts = [Text {
+        id: 0,
+        text: &chain,
+        test: false,
+    }];
+    let found = find(&texts, &HashSet::from([0]), &["refresh"], |_| Vec::new());
+    assert!(found.called.is_empty());
+    let deep = format!(
+        "fn g() {{ {} refresh(); {} }}",
+        "loop {".repeat(50_000),
+        "}".repeat(50_000)
+    );
+    let texts = [Text {
+        id: 0,
+        text: &deep,
+        test: false,
+    }];
+    assert!(
+        find(&texts, &HashSet::from([0]), &["refresh"], |_| Vec::new())
+            .called
+            .is_empty()
+    );
+}
+
+#[test]
 fn a_closure_handed_to_a_scheduler_is_a_job() {
     let lemmy = "fn setup() { scheduler.every(1.day()).run(move || async move { \
                  recount(&mut pool).await }); }";
