@@ -29,7 +29,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use crate::config::{BackgroundJobs, Config};
 use crate::model::{LockWait, Unit, UnitKind};
 use crate::source::{FileId, SourceFile, Span};
-use scan::Graph;
+use scan::{Graph, Site};
 
 mod scan;
 
@@ -59,7 +59,7 @@ pub(super) fn mark(
     // Only a unit that writes or locks can race (a plain read is no finding of any rule that
     // asks about jobs): the others' callers are not looked for, and `txlint model` shows no
     // job on them.
-    let rust = |u: &Unit| {
+    let may_race = |u: &Unit| {
         let mut steps = u.transactions.iter().flat_map(|t| &t.steps);
         u.kind == UnitKind::RustFn
             && steps.any(|s| {
@@ -69,7 +69,7 @@ pub(super) fn mark(
     };
     let names: Vec<&str> = units
         .iter()
-        .filter(|u| rust(u))
+        .filter(|u| may_race(u))
         .filter_map(|u| u.name.as_deref())
         .collect();
     if names.is_empty() {
@@ -106,11 +106,11 @@ pub(super) fn mark(
     let found = find(&texts, &files, &names, |found| {
         let own = units
             .iter()
-            .filter(|u| rust(u) && in_loop(u, found).is_some());
+            .filter(|u| may_race(u) && in_loop(u, found).is_some());
         own.filter_map(|u| u.name.clone()).collect()
     });
     drop(texts);
-    for u in units.iter_mut().filter(|u| rust(u)) {
+    for u in units.iter_mut().filter(|u| may_race(u)) {
         let Some(name) = u.name.as_ref() else {
             continue;
         };
@@ -341,13 +341,7 @@ impl Graph {
             return Answer::No;
         }
         let mut out = None;
-        for site in self
-            .sites
-            .get(name)
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.test)
-        {
+        for site in self.calls_of(name) {
             let found = match (site.concurrent, site.timer, site.caller) {
                 (true, ..) => Answer::No,
                 (false, Some(t), Some(c)) => match self.once(&self.fns[c].name, ask) {
@@ -358,12 +352,11 @@ impl Graph {
                 (false, None, Some(c)) => self.job(&self.fns[c].name, ask),
                 (false, None, None) => Answer::No,
             };
-            out = Some(match (out, found) {
-                (_, Answer::No) => return Answer::No,
-                (Some(Answer::Unknown), _) | (_, Answer::Unknown) => Answer::Unknown,
-                (Some(Answer::Yes(at)), _) => Answer::Yes(at),
-                (None | Some(Answer::No), found) => found,
-            });
+            let both = out.map_or(found, |o: Answer| o.and(found));
+            if both == Answer::No {
+                return both;
+            }
+            out = Some(both);
         }
         // Never called: an entry point, no job.
         out.unwrap_or(Answer::No)
@@ -384,29 +377,25 @@ impl Graph {
         }
         ask.once.insert(name.to_string(), Answer::Yes(None));
         let mut out = Answer::Yes(None);
-        for s in self
-            .sites
-            .get(name)
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.test)
-        {
+        for s in self.calls_of(name) {
             let found = match (s.concurrent, s.caller) {
                 (true, _) => Answer::No,
                 (false, None) => Answer::Yes(None),
                 (false, Some(c)) => self.once(&self.fns[c].name, ask),
             };
-            match found {
-                Answer::No => {
-                    out = Answer::No;
-                    break;
-                }
-                Answer::Unknown => out = Answer::Unknown,
-                Answer::Yes(_) => {}
+            out = out.and(found);
+            if out == Answer::No {
+                break;
             }
         }
         ask.once.insert(name.to_string(), out);
         out
+    }
+
+    /// Where functions named `name` are called or passed on, outside test code.
+    fn calls_of(&self, name: &str) -> impl Iterator<Item = &Site> {
+        let sites = self.sites.get(name).into_iter().flatten();
+        sites.filter(|s| !s.test)
     }
 
     /// The timer loops of functions that drain no channel.
@@ -429,6 +418,18 @@ enum Answer {
     No,
     /// It depends on calls of names not read yet ([`Ask::wanted`]).
     Unknown,
+}
+
+impl Answer {
+    /// Both hold: no if either is no, else unknown if either is, else yes (with the first
+    /// one's loop).
+    fn and(self, other: Answer) -> Answer {
+        match (self, other) {
+            (Answer::No, _) | (_, Answer::No) => Answer::No,
+            (Answer::Unknown, _) | (_, Answer::Unknown) => Answer::Unknown,
+            (Answer::Yes(a), Answer::Yes(b)) => Answer::Yes(a.or(b)),
+        }
+    }
 }
 
 /// One round of questions over the files read so far.

@@ -194,7 +194,7 @@ impl Scanner<'_> {
             k = match &trees[k] {
                 TokenTree::Punct(p) if p.as_char() == '#' => match trees.get(k + 1) {
                     Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Bracket => {
-                        level.test_attr |= is_test_attribute(g.stream());
+                        level.test_attr |= is_test_attribute(g);
                         k + 2
                     }
                     _ => k + 1,
@@ -520,19 +520,15 @@ fn next_semicolon(trees: &[TokenTree], k: usize) -> usize {
         .map_or(trees.len(), |j| j + 1)
 }
 
-/// `#[test]`, `#[tokio::test]`, `#[cfg(test)]`; not `#[cfg(not(test))]`.
-fn is_test_attribute(tokens: TokenStream) -> bool {
-    let mut words = Vec::new();
-    collect_words(tokens, &mut words);
-    words.iter().any(|w| w == "test") && !words.iter().any(|w| w == "not")
-}
-
-fn collect_words(tokens: TokenStream, out: &mut Vec<String>) {
-    for t in tokens {
-        match t {
-            TokenTree::Ident(i) => out.push(i.to_string()),
-            TokenTree::Group(g) => collect_words(g.stream(), out),
-            _ => {}
-        }
-    }
+/// `#[..]` (the bracket group after `#`) marks test code, as the front-end reads attributes
+/// (`#[test]`, `#[tokio::test]`, `#[rstest]`, `#[cfg(test)]`; not `#[cfg(not(test))]`).
+fn is_test_attribute(group: &proc_macro2::Group) -> bool {
+    let tokens: TokenStream = [
+        TokenTree::Punct(proc_macro2::Punct::new('#', proc_macro2::Spacing::Alone)),
+        TokenTree::Group(group.clone()),
+    ]
+    .into_iter()
+    .collect();
+    syn::parse::Parser::parse2(syn::Attribute::parse_outer, tokens)
+        .is_ok_and(|attrs| crate::extract::rust::is_test(&attrs))
 }

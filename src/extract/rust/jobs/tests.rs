@@ -69,6 +69,19 @@ fn a_retry_loop_without_a_timer_or_a_channel_consumer_is_no_job() {
 }
 
 #[test]
+fn test_attributes_are_the_front_end_s() {
+    let main = "async fn run() { loop { refresh().await; sleep(D).await; } }";
+    let rstest = "#[rstest] async fn t() { refresh().await }";
+    assert_eq!(
+        jobs(&[(main, false), (rstest, false)], &["refresh"]),
+        ["refresh"]
+    );
+    // Production code that derives something only in tests is production code.
+    let handler = "#[cfg_attr(test, derive(Debug))] async fn handler() { refresh().await }";
+    assert!(jobs(&[(main, false), (handler, false)], &["refresh"]).is_empty());
+}
+
+#[test]
 fn a_retry_loop_is_no_job() {
     let found = "async fn load(c: &mut Conn) -> Result<Row> { loop { match get(c).await { \
                  Ok(r) => return Ok(r), Err(_) => sleep(D).await } } }";
