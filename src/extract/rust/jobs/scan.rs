@@ -451,14 +451,21 @@ fn mentions_function(word: &str) -> bool {
 
 /// The loop (`while` or `loop`: its condition and body) waits for a timer, receives from no
 /// channel, runs no work side by side, and is no retry: it does not leave with a value
-/// (`return Ok(row)`, `break conn`) and a `while` does not count its turns (`while tried <
-/// retries`).
+/// (`return Ok(row)`, `break conn`), a `while` does not count its turns (`while tried <
+/// retries`) nor wait for a success (`while let Err(e) = op()`).
 fn wakes_on_timer(keyword: &str, trees: &[TokenTree], budget: &mut usize) -> bool {
+    let word = |j: usize| {
+        matches!(trees.get(j), Some(TokenTree::Ident(i)) if i == "let")
+            .then(|| trees.get(j + 1).map(|t| t.to_string()))
+            .flatten()
+    };
     let counted = keyword == "while"
-        && !matches!(trees.first(), Some(TokenTree::Ident(i)) if i == "let")
+        && word(0).is_none()
         && trees
             .iter()
             .any(|t| is_punct(Some(t), '<') || is_punct(Some(t), '>'));
+    // `while let Err(e) = op().await { sleep(..) }`: until it succeeds.
+    let counted = counted || (keyword == "while" && word(0).as_deref() == Some("Err"));
     let (mut timer, mut other) = (false, counted);
     visit_words(trees, 0, budget, &mut |w, call, next| {
         timer |= call && waits(w);

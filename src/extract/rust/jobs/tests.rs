@@ -89,6 +89,8 @@ fn a_retry_loop_is_no_job() {
     let counted = "async fn load(c: &mut Conn) { let mut n = 0; while n < 5 { n += 1; \
                    if get(c).await.is_ok() { break; } sleep(D).await } }";
     assert!(jobs(&[(counted, false)], &["get"]).is_empty());
+    let until_ok = "async fn mark(s: &S) { while let Err(e) = s.flag().await { sleep(D).await } }";
+    assert!(jobs(&[(until_ok, false)], &["flag"]).is_empty());
     let connect = "fn listen() -> Client { loop { if let Ok(c) = connect() { break c; } \
                    backoff.sleep_async(); } }";
     assert!(jobs(&[(connect, false)], &["connect"]).is_empty());
