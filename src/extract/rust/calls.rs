@@ -1067,6 +1067,7 @@ impl<'a> Walker<'a, '_> {
     /// (its tail and its `return`s) computed from query results is data.
     pub(super) fn body(&mut self, block: &syn::Block) -> Value {
         self.returned.push(Vec::new());
+        self.note_prefix_lists(block);
         let tail = self.block_value(block);
         let mut returned = self.returned.pop().unwrap_or_default();
         returned.push(tail);

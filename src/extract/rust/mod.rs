@@ -17,6 +17,7 @@ mod lit;
 mod macros;
 mod modules;
 mod names;
+mod order;
 pub mod prescan;
 mod returns;
 mod seaorm;

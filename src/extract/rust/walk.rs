@@ -343,6 +343,11 @@ impl<'a, 'w> Walker<'a, 'w> {
                         self.note_type(&local.pat, Some(&init.expr));
                         self.note_fields(&local.pat, &init.expr);
                         self.note_alias(&local.pat, Some(&init.expr));
+                        if self.sorted_value(&init.expr) {
+                            let mut names = Vec::new();
+                            collect_idents(&local.pat, &mut names);
+                            self.sorted.extend(names);
+                        }
                         if orders(&init.expr) {
                             let mut names = Vec::new();
                             collect_idents(&local.pat, &mut names);
