@@ -315,6 +315,7 @@ impl Front {
             );
             if ends {
                 tx.set_end(Some(step.span));
+                tx.set_ended_within(&step.branch);
                 let done = std::mem::replace(
                     tx,
                     Transaction::new(Scope::Caller, Executor::Session, Isolation::ReadCommitted),
@@ -439,6 +440,7 @@ impl Front {
                     })
                     .collect();
                 unit.choices = parsed.choices;
+                unit.loop_arms = parsed.loop_arms;
                 let names = |c: &[String]| c.iter().map(|c| Name::from(c.as_str())).collect();
                 unit.change_arms = parsed
                     .change_arms

@@ -228,6 +228,9 @@ pub enum StmtKind {
     Copy,
     Call,
     Do,
+    /// `EXECUTE`: a prepared statement, or PL/pgSQL's dynamic SQL: work whose text txlint
+    /// does not read.
+    Execute,
     /// `CREATE FUNCTION|PROCEDURE`.
     CreateRoutine,
     /// Other DDL (`CREATE`, `ALTER`, `DROP`, ...).

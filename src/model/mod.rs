@@ -123,6 +123,9 @@ pub struct Unit {
     pub loops: Vec<Loop>,
     /// PL/pgSQL blocks that catch errors (savepoints).
     pub handlers: Vec<Handler>,
+    /// The branch arms that are the body of a loop of a PL/pgSQL body (`LOOP`, `WHILE`,
+    /// `FOR`): what runs in one may run again after what follows it in the arm.
+    pub loop_arms: Vec<usize>,
     /// Groups of branch arms of which one run takes at most one: the arms of one `if`/`else`,
     /// `match`, PL/pgSQL `IF`/`ELSIF`/`ELSE` or `CASE`.
     pub choices: Vec<Vec<usize>>,
@@ -172,6 +175,7 @@ impl Unit {
             conditions: Vec::new(),
             loops: Vec::new(),
             handlers: Vec::new(),
+            loop_arms: Vec::new(),
             choices: Vec::new(),
             choice_of: std::sync::OnceLock::new(),
             event_arms: Vec::new(),
@@ -527,6 +531,8 @@ struct Bounds {
     end: Option<Span>,
     /// The branch arms enclosing the place host code opens it (see [`Step::branch`]).
     within: List<usize>,
+    /// The branch arms enclosing its end (a procedure's `COMMIT` inside a `LOOP`).
+    ended_within: List<usize>,
     /// An exclusive in-process lock it is opened under (see [`Transaction::guard`]).
     guard: Option<Name>,
 }
@@ -550,6 +556,17 @@ impl Transaction {
     /// transaction: one opened in a loop's body is a new transaction in every iteration.
     pub fn opened_within(&self) -> &[usize] {
         self.bounds.as_ref().map_or(&[], |b| &b.within)
+    }
+
+    /// The branch arms enclosing its end (see [`Transaction::opened_within`]).
+    pub fn ended_within(&self) -> &[usize] {
+        self.bounds.as_ref().map_or(&[], |b| &b.ended_within)
+    }
+
+    pub fn set_ended_within(&mut self, branch: &[usize]) {
+        if !branch.is_empty() {
+            self.bounds.get_or_insert_with(Box::default).ended_within = branch.into();
+        }
     }
 
     pub fn set_opened_within(&mut self, branch: &[usize]) {

@@ -423,6 +423,7 @@ impl Reader<'_> {
             "set" | "reset" => StmtKind::Set,
             "copy" => StmtKind::Copy,
             "call" => StmtKind::Call,
+            "execute" => StmtKind::Execute,
             "do" => StmtKind::Do,
             "create"
                 if (1..4).any(|i| c.is(i, "function") || c.is(i, "procedure"))

@@ -82,6 +82,8 @@ pub struct Body {
     pub choices: Vec<Vec<usize>>,
     pub handlers: Vec<PlHandler>,
     pub loops: Vec<PlLoop>,
+    /// The arms that are loop bodies (`LOOP`, `WHILE`, `FOR`).
+    pub loop_arms: Vec<usize>,
     /// Arms of a trigger function that run only for some events (`IF TG_OP = 'INSERT' THEN`,
     /// and the `ELSE` after it), with the events as [`TG_INSERT`] | [`TG_UPDATE`] | ... bits.
     pub events: Vec<(usize, u8)>,
@@ -351,6 +353,13 @@ impl Reader<'_> {
         }
     }
 
+    /// A loop's body: a new arm, recorded as a loop's.
+    fn loop_arm(&mut self, conds: &[usize]) {
+        self.frames.push((Frame::Loop, None));
+        self.arm(None, conds);
+        self.out.loop_arms.push(self.next_arm);
+    }
+
     fn choice(&mut self) -> usize {
         self.out.choices.push(Vec::new());
         self.out.choices.len() - 1
@@ -480,8 +489,7 @@ impl Reader<'_> {
                 }
                 i += 1;
             } else if self.is(i, "loop") {
-                self.frames.push((Frame::Loop, None));
-                self.arm(None, &[]);
+                self.loop_arm(&[]);
                 i += 1;
             } else if self.is(i, "when") {
                 let then = self.find(i + 1, end, &["then"]).unwrap_or(end);
@@ -579,8 +587,7 @@ impl Reader<'_> {
                 let stop = self.find(i + 1, end, &["loop"]).unwrap_or(end);
                 self.emit(i + 1, stop, "SELECT ", None, Vec::new());
                 let cond: Vec<usize> = self.emitted(i + 1).into_iter().collect();
-                self.frames.push((Frame::Loop, None));
-                self.arm(None, &cond);
+                self.loop_arm(&cond);
                 i = stop + 1;
             } else if self.is(i, "case") {
                 let when = self.find(i + 1, end, &["when"]).unwrap_or(end);
@@ -608,8 +615,7 @@ impl Reader<'_> {
                         }
                     }
                 }
-                self.frames.push((Frame::Loop, None));
-                self.arm(None, &conds);
+                self.loop_arm(&conds);
                 if !vars.is_empty()
                     && let Some(&query) = conds.first()
                 {
@@ -648,7 +654,7 @@ impl Reader<'_> {
             }
             Some(
                 "get" | "null" | "exit" | "continue" | "open" | "fetch" | "move" | "close"
-                | "assert" | "execute",
+                | "assert",
             ) => {}
             _ => {
                 if let Some(op) = self.assignment(i, end) {

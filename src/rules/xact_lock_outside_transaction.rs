@@ -25,7 +25,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             }
         }
         if matches!(unit.kind, UnitKind::Routine | UnitKind::DoBlock) {
-            body_commits(&unit.transactions, out);
+            body_commits(unit, out);
             for h in &unit.handlers {
                 handler(unit, h, out);
             }
@@ -311,8 +311,10 @@ fn handler(unit: &Unit, h: &Handler, out: &mut Vec<Diagnostic>) {
 
 /// A procedure or `DO` block that ends its transaction (`COMMIT`, `ROLLBACK`) releases every
 /// transaction-scoped lock taken before: a write after it, before the lock is taken again, runs
-/// unguarded.
-fn body_commits(transactions: &[Transaction], out: &mut Vec<Diagnostic>) {
+/// unguarded. An end inside a loop comes before the loop's next turn too: the turn's work up to
+/// the end runs again, without the lock, unless the turn takes it again first.
+fn body_commits(unit: &Unit, out: &mut Vec<Diagnostic>) {
+    let transactions = &unit.transactions;
     for (i, tx) in transactions.iter().enumerate() {
         let Some(end) = tx.end() else { continue };
         let held: Vec<(Span, String)> =
@@ -321,27 +323,63 @@ fn body_commits(transactions: &[Transaction], out: &mut Vec<Diagnostic>) {
             continue;
         };
         let later = transactions[i + 1..].iter().flat_map(|t| &t.steps);
-        for step in later {
-            if retakes(step, &held) {
-                break;
-            }
-            if !step.facts.modifies {
-                continue;
-            }
-            out.push(
-                Diagnostic::new(
-                    &RULE,
-                    end,
-                    format!("ending the transaction here releases {what}, so the writes after it in the body run without the lock"),
-                )
+        let (message, step) = match unguarded(later, &held) {
+            Some(step) => (
+                format!(
+                    "ending the transaction here releases {what}, so the writes after it in the body run without the lock"
+                ),
+                step,
+            ),
+            None => match next_turn(unit, i).and_then(|turn| unguarded(turn, &held)) {
+                Some(step) => (
+                    format!(
+                        "ending the transaction here, inside a loop, releases {what}, so the loop's next turn runs its work without the lock"
+                    ),
+                    step,
+                ),
+                None => continue,
+            },
+        };
+        out.push(
+            Diagnostic::new(&RULE, end, message)
                 .note("ends the transaction and releases its locks")
                 .label(*lock_span, "lock taken here")
                 .label(step.span, "runs without the lock")
                 .help("take the lock again after the `COMMIT` or `ROLLBACK`, before the writes it guards, or end the transaction only after them"),
-            );
-            break;
+        );
+    }
+}
+
+/// The first step of `steps` that does work (writes, or runs SQL txlint cannot read) before one
+/// of the released locks is taken again.
+fn unguarded<'s>(
+    steps: impl Iterator<Item = &'s Step>,
+    released: &[(Span, String)],
+) -> Option<&'s Step> {
+    for step in steps {
+        if retakes(step, released) {
+            return None;
+        }
+        if step.facts.modifies || step.facts.kind == StmtKind::Execute {
+            return Some(step);
         }
     }
+    None
+}
+
+/// The steps that run after transaction `i` ends inside a loop, until that place again: the
+/// rest of the innermost loop's body, then its body from the top.
+fn next_turn(unit: &Unit, i: usize) -> Option<impl Iterator<Item = &Step>> {
+    let tx = &unit.transactions[i];
+    let arm = *tx
+        .ended_within()
+        .iter()
+        .rev()
+        .find(|a| unit.loop_arms.contains(a))?;
+    let in_arm = move |s: &&Step| s.branch.contains(&arm);
+    let rest = unit.transactions[i + 1..].iter().flat_map(|t| &t.steps);
+    let top = unit.transactions[..=i].iter().flat_map(|t| &t.steps);
+    Some(rest.filter(in_arm).chain(top.filter(in_arm)))
 }
 
 /// Whether `step` takes one of the released locks again.
