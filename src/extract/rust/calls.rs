@@ -371,11 +371,15 @@ impl<'a> Walker<'a, '_> {
         // `with_tx(&pool, |tx| Box::pin(async move { .. }))`: a closure handed to a function
         // of the run is held until that function calls it; one it never calls is walked here.
         let of_run = match &*c.func {
-            syn::Expr::Path(p) => p
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| self.ix.function(&s.ident.to_string(), self.file).is_some()),
+            syn::Expr::Path(p) => p.path.segments.last().is_some_and(|_| {
+                let path: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                self.ix.called(&path, self.file).is_some()
+            }),
             _ => false,
         };
         // A connection passed by value to anything but `drop` is handed on (`Ok(Guard::new(
@@ -550,7 +554,7 @@ impl<'a> Walker<'a, '_> {
             .all(|s| matches!(s.as_str(), "self" | "Self" | "super" | "crate"));
         if local
             && !args.iter().any(|a| matches!(a, Value::Handle(_)))
-            && let Some(i) = self.ix.function(name, self.file)
+            && let Some(i) = self.ix.called(&segments, self.file)
             && self.ix.fns[i].builds_text()
         {
             let at = self.call_span(c);
@@ -587,13 +591,16 @@ impl<'a> Walker<'a, '_> {
             let at = self.call_span(c);
             let given = self.passed(&args, c.args.iter());
             let texts = self.arg_texts(c.args.iter());
-            let returned = self.inline(name, &given, &texts, at);
+            let returned = match self.ix.called(&segments, self.file) {
+                Some(i) => self.inline_fn(i, None, &given, &texts, at),
+                None => Value::None,
+            };
             if !matches!(returned, Value::None) {
                 return returned;
             }
         }
         // `get_async_db_conn().await?`: a function of the run whose declared type is a handle.
-        let declared = match self.ix.function(name, self.file) {
+        let declared = match self.ix.called(&segments, self.file) {
             Some(i) => self.ix.returned_handle(i),
             None => self.ix.returned_by_every(name, false),
         };

@@ -1437,6 +1437,32 @@ impl<'a> Index<'a> {
             .find(|&i| self.fns[i].file == file)
             .or_else(|| (candidates.len() == 1).then(|| candidates[0]))
     }
+
+    /// The function a path call names: `Self::f(..)` and `Type::f(..)` an associated one (see
+    /// [`Index::function`]); a bare or module path (`f(..)`, `db::f(..)`) a free function,
+    /// never a method of the same name (inside `impl Db { fn insert(&self) }`, `insert(&mut
+    /// tx)` calls the free `insert`).
+    fn called(&self, path: &[String], file: usize) -> Option<usize> {
+        let name = path.last()?;
+        let by_type = path.len() >= 2 && {
+            let q = &path[path.len() - 2];
+            q == "Self" || q.starts_with(|c: char| c.is_ascii_uppercase())
+        };
+        if by_type {
+            return self.function(name, file);
+        }
+        let free: Vec<usize> = self
+            .by_name
+            .get(name)?
+            .iter()
+            .copied()
+            .filter(|&i| self.fns[i].owner.is_none() && self.fns[i].sig.receiver().is_none())
+            .collect();
+        free.iter()
+            .copied()
+            .find(|&i| self.fns[i].file == file)
+            .or_else(|| (free.len() == 1).then(|| free[0]))
+    }
 }
 
 /// Where a SQL text starts in its host file (and, for a text completed at run time, a hash of

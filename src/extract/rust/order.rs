@@ -297,15 +297,23 @@ impl Walker<'_, '_> {
         let e = strip(e);
         let called = match e {
             syn::Expr::Call(c) => match &*c.func {
-                syn::Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                syn::Expr::Path(p) => {
+                    let path: Vec<String> = p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect();
+                    self.ix.called(&path, self.file)
+                }
                 _ => None,
             },
             syn::Expr::MethodCall(m) if local(&m.receiver).is_some_and(|r| r == "self") => {
-                Some(m.method.to_string())
+                self.ix.function(&m.method.to_string(), self.file)
             }
             _ => None,
         };
-        if let Some(i) = called.and_then(|name| self.ix.function(&name, self.file)) {
+        if let Some(i) = called {
             let f = &self.ix.fns[i];
             return returns_prefix_list(f.sig, f.block);
         }
