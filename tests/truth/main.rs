@@ -4,6 +4,7 @@
 //! The rule pages cite these tests by name.
 
 mod pg;
+mod range_replace;
 mod replace_under_lock;
 mod upsert_after_check;
 mod witness;
@@ -1048,6 +1049,7 @@ fn check_then_act_guard_for_share_sees_update() {
 fn rule_pages_cite_this_suite() {
     let suite = [
         include_str!("main.rs"),
+        include_str!("range_replace.rs"),
         include_str!("replace_under_lock.rs"),
         include_str!("upsert_after_check.rs"),
     ]

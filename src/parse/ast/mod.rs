@@ -465,6 +465,7 @@ pub fn structure(
                 s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
                 if s.other_conditions {
                     s.condition = Some(operand(w, &mut 0));
+                    s.compared = compared(w);
                 }
                 let tables = match &d.from {
                     FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,

@@ -61,6 +61,7 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             );
             if report == Report::Races && !cx.program.job_alone(unit, &tx.steps) {
                 out.extend(replace::replace_under_partial_lock(cx, tx));
+                out.extend(replace::replace_unlocked(cx, tx));
             }
         }
         let flow = Flow::new(unit);

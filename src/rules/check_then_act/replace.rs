@@ -1,5 +1,6 @@
-//! A replace (`DELETE` the rows a new one supersedes, then `INSERT` it) serialised by an
-//! advisory lock whose key pins only some of the values the `DELETE` picks rows by.
+//! A replace (`DELETE` the rows new ones supersede, then `INSERT` them) that nothing serialises:
+//! a range replaced with no lock taken first, or a replace under an advisory lock whose key
+//! pins only some of the values the `DELETE` picks rows by.
 
 use super::{RULE, operand_inputs, text_inputs};
 use crate::diagnostic::Diagnostic;
@@ -68,6 +69,68 @@ pub(super) fn replace_under_partial_lock(cx: &super::Context, tx: &Transaction) 
             .label(lock.span, "pins only part of what the `DELETE` picks by")
             .label(insert.span, "inserts the replacement")
             .help("take the advisory lock on every value the `DELETE` picks rows by (one `pg_advisory_xact_lock` per key, in a fixed order), or make the insert settle it with a unique key and `ON CONFLICT`"),
+        );
+    }
+    out
+}
+
+/// `DELETE FROM t WHERE block >= $1; INSERT INTO t (block, ..) ..` in one READ COMMITTED
+/// transaction with nothing locked before the `DELETE`: a range of rows replaced. A second run
+/// does not see the rows the first is inserting (not committed yet) and waits for none of
+/// them, so both insert: duplicates, or a unique violation for the second. A `DELETE` keyed by
+/// equality alone (a parent's children replaced) is left alone: its rows are usually the
+/// parent's, written by one request at a time.
+pub(super) fn replace_unlocked(cx: &super::Context, tx: &Transaction) -> Vec<Diagnostic> {
+    if tx.isolation != Isolation::ReadCommitted
+        || tx.scope.is_autocommit()
+        || tx.scope == Scope::Unknown
+        || tx.executor == Executor::Unknown
+    {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, d) in tx.steps.iter().enumerate() {
+        let f = &d.facts;
+        let Some(table) = f.writes.first().filter(|_| f.kind == StmtKind::Delete) else {
+            continue;
+        };
+        let ranged: Vec<&Name> = f.extra().compared.iter().flatten().collect();
+        // Anything that could serialise the runs first: a lock, a locking read, a write (of a
+        // guard row), a table lock.
+        let guarded = tx.steps[..i].iter().any(|s| {
+            let g = &s.facts;
+            g.modifies
+                || !g.row_locks.is_empty()
+                || !g.extra().advisory.is_empty()
+                || g.extra().table_lock.is_some()
+        });
+        if ranged.is_empty() || guarded || is_hole(&table.name) {
+            continue;
+        }
+        let Some((insert, column)) = tx.steps[i + 1..].iter().find_map(|w| {
+            let wf = &w.facts;
+            let into = wf.kind == StmtKind::Insert
+                && !wf.on_conflict
+                && wf.writes.first().is_some_and(|t| t.name == table.name);
+            let column = wf.inserts.iter().find(|(c, _)| ranged.contains(&c))?;
+            into.then_some((w, &column.0))
+        }) else {
+            continue;
+        };
+        out.push(
+            Diagnostic::new(
+                &RULE,
+                table.span,
+                format!(
+                    "this `DELETE` clears a range of `{}` and the `INSERT` at line {} fills it again, with nothing locked first: a concurrent run's `DELETE` does not see the rows this one inserts (not committed yet) and waits for none of them, so both insert",
+                    column,
+                    cx.line(insert.span),
+                ),
+            )
+            .note("a range replaced without a lock")
+            .in_step(d)
+            .label(insert.span, "inserts the replacement")
+            .help("serialise the runs first (`pg_advisory_xact_lock` on what owns the range, or `SELECT .. FOR UPDATE` on a parent row), or make the insert settle it with a unique key and `ON CONFLICT`"),
         );
     }
     out
