@@ -1147,7 +1147,7 @@ fn cfg_dialect(attrs: &[syn::Attribute]) -> Option<Dialect> {
 }
 
 /// `#[test]`, `#[tokio::test]`, `#[sqlx::test]`, `#[rstest]`, `#[test_case(..)]`, `#[bench]`,
-/// or `#[cfg(test)]` (also inside `all(..)`, not inside `not(..)`).
+/// or a test configuration (see [`modules::cfg_is_test`]).
 fn is_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let path = a.path();
@@ -1158,11 +1158,7 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
                 let syn::Meta::List(list) = &a.meta else {
                     return false;
                 };
-                let tokens = list.tokens.to_string();
-                tokens
-                    .split(|c: char| !c.is_alphanumeric() && c != '_')
-                    .any(|w| w == "test")
-                    && !tokens.contains("not")
+                modules::cfg_is_test(&list.tokens.to_string())
             }
             _ => false,
         }
@@ -1310,8 +1306,13 @@ impl<'a> Index<'a> {
             .iter()
             .map(|p| modules.uncompiled(&p.path, &mut packages))
             .collect();
+        let tests: Vec<bool> = parsed
+            .iter()
+            .map(|p| modules.test_only(&p.path, &mut packages))
+            .collect();
         for f in &mut ix.fns {
             f.unused |= dead.get(f.file).copied().unwrap_or(false);
+            f.test |= tests.get(f.file).copied().unwrap_or(false);
         }
         ix
     }

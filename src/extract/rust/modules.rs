@@ -2,6 +2,10 @@
 //! and that no `mod` of its workspace declares (nor a `#[path]`, an `include!` or the manifest
 //! names) is left out of the build, however much SQL it holds (a module its authors stopped
 //! declaring). Its functions are code nothing runs.
+//!
+//! Rust files only tests compile: a module every declaration of which is under a test
+//! configuration (`#[cfg(test)] mod tests;`, `#[cfg(feature = "test-utils")] pub mod
+//! fixtures;`), with the files below it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -12,6 +16,9 @@ use std::path::{Path, PathBuf};
 pub(super) struct Modules {
     /// `mod name;` items (in a comment too: a declaration seen by mistake only keeps a file).
     declared: HashSet<String>,
+    /// Those of `declared` declared under a test configuration, and those declared without.
+    declared_for_tests: HashSet<String>,
+    declared_always: HashSet<String>,
     /// File names in quotes (`#[path = "db/old.rs"]`, `include!("gen.rs")`): `old.rs`.
     named: HashSet<String>,
     /// Every file of the workspace, absolute.
@@ -46,6 +53,10 @@ impl Modules {
             }
             if !name.is_empty() && b.get(j) == Some(&b';') {
                 self.declared.insert(name.to_string());
+                match for_tests(&text[..i]) {
+                    true => self.declared_for_tests.insert(name.to_string()),
+                    false => self.declared_always.insert(name.to_string()),
+                };
             }
         }
         let mut at = 0;
@@ -65,16 +76,7 @@ impl Modules {
         let Some(dir) = path.parent() else {
             return false;
         };
-        let package = packages
-            .of_dir
-            .entry(dir.to_path_buf())
-            .or_insert_with(|| {
-                dir.ancestors()
-                    .find(|d| d.join("Cargo.toml").is_file())
-                    .map(Path::to_path_buf)
-            })
-            .clone();
-        let Some(package) = package else {
+        let Some(package) = packages.package(dir) else {
             return false;
         };
         let Ok(rel) = path.strip_prefix(&package) else {
@@ -97,17 +99,127 @@ impl Modules {
         };
         let file_name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
         let declared = name.is_none_or(|n| self.declared.contains(n));
-        let mut named = || {
-            self.named.contains(file_name)
-                || packages
-                    .manifests
-                    .entry(package.clone())
-                    .or_insert_with(|| {
-                        std::fs::read_to_string(package.join("Cargo.toml")).unwrap_or_default()
-                    })
-                    .contains(&rel)
-        };
+        let mut named =
+            || self.named.contains(file_name) || packages.manifest(&package).contains(&rel);
         !declared && !named()
+    }
+}
+
+impl Modules {
+    /// Only tests compile the file at `path`: it lies under its package's `src/`, and it or a
+    /// folder on the way is a module declared only under a test configuration.
+    pub(super) fn test_only(&self, path: &Path, packages: &mut Packages) -> bool {
+        let path = absolute(path);
+        let Some(package) = path.parent().and_then(|dir| packages.package(dir)) else {
+            return false;
+        };
+        if let Ok(rel) = path.strip_prefix(&package) {
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            let manifest = packages.manifest(&package);
+            if test_binaries(manifest).contains(&rel) {
+                return true;
+            }
+        }
+        if self.declared_for_tests.is_empty() {
+            return false;
+        }
+        let Ok(rel) = path.strip_prefix(package.join("src")) else {
+            return false;
+        };
+        rel.with_extension("").components().any(|c| {
+            let name = c.as_os_str().to_string_lossy();
+            self.declared_for_tests.contains(name.as_ref())
+                && !self.declared_always.contains(name.as_ref())
+        })
+    }
+}
+
+/// The attributes just before a `mod` item (`text` ends where the item starts, past `pub`)
+/// hold a test configuration.
+fn for_tests(text: &str) -> bool {
+    let mut rest = text.trim_end();
+    for vis in ["pub(crate)", "pub(super)", "pub"] {
+        if let Some(r) = rest.strip_suffix(vis) {
+            rest = r.trim_end();
+            break;
+        }
+    }
+    // Attributes one after the other, the nearest first: `#[cfg(..)]` lines.
+    while rest.ends_with(']') {
+        let Some(open) = rest.rfind("#[") else {
+            return false;
+        };
+        let attr = &rest[open + 2..rest.len() - 1];
+        if let Some(args) = attr.trim().strip_prefix("cfg")
+            && cfg_is_test(args)
+        {
+            return true;
+        }
+        rest = rest[..open].trim_end();
+    }
+    false
+}
+
+/// The binaries a manifest builds only with test features (`[[bin]] name = "seed"
+/// required-features = ["test-utils"]`): their root files, relative to the package.
+fn test_binaries(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for section in manifest.split("[[bin]]").skip(1) {
+        let section = section.split("\n[").next().unwrap_or("");
+        let value = |key: &str| {
+            section.lines().find_map(|l| {
+                let (k, v) = l.split_once('=')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        let Some(features) = value("required-features") else {
+            continue;
+        };
+        let features: Vec<&str> = features
+            .trim_matches(['[', ']'])
+            .split(',')
+            .map(|f| f.trim().trim_matches('"'))
+            .filter(|f| !f.is_empty())
+            .collect();
+        if features.is_empty() || !features.iter().any(|f| cfg_is_test(&format!("\"{f}\""))) {
+            continue;
+        }
+        match (value("path"), value("name")) {
+            (Some(path), _) => out.push(path.trim_matches('"').to_string()),
+            (None, Some(name)) => {
+                let name = name.trim_matches('"');
+                out.push(format!("src/bin/{name}.rs"));
+                out.push(format!("src/bin/{name}/main.rs"));
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// A `cfg` predicate that holds only in test builds: `test`, a feature named for tests
+/// (`"test-utils"`, `"testing"`, `"test_helpers"`), `all(..)` with one of them, `any(..)`
+/// whose every alternative is one. Never under `not(..)`.
+pub(super) fn cfg_is_test(tokens: &str) -> bool {
+    let testy = |t: &str| {
+        t.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == "test" || w == "testing" || w == "tests")
+    };
+    if tokens.contains("not") {
+        return false;
+    }
+    let any = tokens.match_indices("any").map(|(i, _)| i).find(|&i| {
+        let before = tokens[..i].chars().next_back();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '"')
+            && tokens[i + 3..].trim_start().starts_with('(')
+    });
+    match any {
+        Some(at) => {
+            let inner = tokens[at + 3..].trim_start().trim_start_matches('(');
+            let inner = inner.rsplit_once(')').map_or(inner, |(a, _)| a);
+            inner.split(',').filter(|a| !a.trim().is_empty()).all(testy)
+        }
+        None => testy(tokens),
     }
 }
 
@@ -117,6 +229,29 @@ impl Modules {
 pub(super) struct Packages {
     of_dir: HashMap<PathBuf, Option<PathBuf>>,
     manifests: HashMap<PathBuf, String>,
+}
+
+impl Packages {
+    /// A package's `Cargo.toml`, read once (empty if it cannot be read).
+    fn manifest(&mut self, package: &Path) -> &str {
+        self.manifests
+            .entry(package.to_path_buf())
+            .or_insert_with(|| {
+                std::fs::read_to_string(package.join("Cargo.toml")).unwrap_or_default()
+            })
+    }
+
+    /// The package a folder is in: the nearest folder above with a `Cargo.toml`.
+    fn package(&mut self, dir: &Path) -> Option<PathBuf> {
+        self.of_dir
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                dir.ancestors()
+                    .find(|d| d.join("Cargo.toml").is_file())
+                    .map(Path::to_path_buf)
+            })
+            .clone()
+    }
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -141,5 +276,58 @@ mod tests {
         assert!(!m.declared.contains("inline") && !m.declared.contains("el"));
         assert!(m.named.contains("old_store.rs"));
         assert!(!m.named.iter().any(|n| n.contains("sql")));
+    }
+
+    #[test]
+    fn modules_declared_only_for_tests() {
+        let mut m = Modules::default();
+        m.add(
+            Path::new("/p/src/lib.rs"),
+            "#[cfg(test)]\nmod tests;\n#[cfg(feature = \"test-utils\")]\n#[allow(unused)]\npub mod fixtures;\n\
+             #[cfg(any(test, feature = \"postgres\"))] mod pg;\n#[cfg(not(test))] mod live;\n\
+             #[cfg(test)] mod shared;\nmod db;",
+        );
+        m.add(Path::new("/p/src/other.rs"), "mod shared;");
+        for name in ["tests", "fixtures"] {
+            assert!(m.declared_for_tests.contains(name), "{name}");
+        }
+        for name in ["pg", "live", "db"] {
+            assert!(!m.declared_for_tests.contains(name), "{name}");
+        }
+        // Declared for tests in one place and always in another: compiled always.
+        assert!(m.declared_for_tests.contains("shared") && m.declared_always.contains("shared"));
+    }
+
+    #[test]
+    fn binaries_built_only_with_test_features() {
+        let manifest = "[package]\nname = \"db\"\n\n[[bin]]\nname = \"seed\"\nrequired-features = [\"test-utils\"]\n\n\
+                        [[bin]]\nname = \"server\"\nrequired-features = [\"postgres\"]\n\n\
+                        [[bin]]\nname = \"bench\"\npath = \"tools/bench.rs\"\nrequired-features = [\"testing\"]\n\n\
+                        [features]\ntest-utils = []\n";
+        assert_eq!(
+            test_binaries(manifest),
+            ["src/bin/seed.rs", "src/bin/seed/main.rs", "tools/bench.rs"]
+        );
+    }
+
+    #[test]
+    fn test_configurations() {
+        for yes in [
+            "(test)",
+            "(all(test, feature = \"pg\"))",
+            "(feature = \"test-utils\")",
+            "(any(test, feature = \"testing\"))",
+        ] {
+            assert!(cfg_is_test(yes), "{yes}");
+        }
+        for no in [
+            "(not(test))",
+            "(any(test, feature = \"postgres\"))",
+            "(feature = \"latest\")",
+            "(feature = \"company\")",
+            "(unix)",
+        ] {
+            assert!(!cfg_is_test(no), "{no}");
+        }
     }
 }
