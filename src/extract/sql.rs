@@ -140,6 +140,7 @@ pub fn extract(
         acquired: None,
         inherited: false,
         handed_on: false,
+        handed_on_at: None,
     }];
     x.out.units.insert(0, unit);
     x.out

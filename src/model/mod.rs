@@ -421,6 +421,10 @@ pub struct Session {
     /// that is not `drop`): its new owner, a guard whose `Drop` may unlock it, decides when it
     /// goes back to the pool.
     pub handed_on: bool,
+    /// In an `async` function, where the connection is first moved on by value (a step
+    /// position, see [`Step::seq`]), whoever gave it: a lock taken before that point is held
+    /// through `.await`s while nothing that would unlock it owns the connection yet.
+    pub handed_on_at: Option<usize>,
 }
 
 /// A place where host code may leave the function early.

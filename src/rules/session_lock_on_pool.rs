@@ -58,6 +58,10 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 else {
                     continue;
                 };
+                if let Some(d) = cancel_window(&steps, step, session, lock, &call) {
+                    out.push(d);
+                    continue;
+                }
                 // Only a pool-owned session goes back to serve other requests with the lock; a
                 // session handed in by the caller may be unlocked there.
                 if session.kind != Executor::PooledConnection || session.acquired.is_none() {
@@ -157,6 +161,44 @@ fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {
 }
 
 /// `inner` runs whenever `outer` does: its branch arms are a prefix of the other's.
+/// A blocking session lock awaited before the value that would unlock it owns the connection
+/// (`lock(&mut conn).await?; Ok(Guard::new(conn))`, in an `async` function): a caller that
+/// drops the future while the lock is awaited (a timeout, `select!`) leaves the lock to be
+/// granted with nothing to unlock it, on a connection that may go back to a pool. A try-lock
+/// does not wait; a connection handed to the guard first, or unlocked before it is handed
+/// on, is not such a window.
+fn cancel_window(
+    steps: &[(&Step, Executor)],
+    lock_step: &Step,
+    session: &Session,
+    lock: &AdvisoryCall,
+    call: &str,
+) -> Option<Diagnostic> {
+    let at = session.handed_on_at?;
+    if lock.op != AdvisoryOp::Lock
+        || at < lock_step.seq
+        || matches!(session.kind, Executor::Pool | Executor::Transaction)
+    {
+        return None;
+    }
+    let unlocked_first = steps.iter().any(|(s, _)| {
+        s.seq > lock_step.seq && s.seq <= at && s.session == lock_step.session && unlocks(s, lock)
+    });
+    if unlocked_first {
+        return None;
+    }
+    Some(
+        Diagnostic::new(
+            &RULE,
+            lock.span,
+            format!("`{call}` waits for the lock before anything that would unlock it owns the connection: if the caller drops this future while it waits (a timeout, `select!`), the lock can still be granted and nothing unlocks it"),
+        )
+        .in_step(lock_step)
+        .note("awaited while the connection has no guard")
+        .help("hand the connection to the guard that unlocks it (in its `Drop` or release) before awaiting the lock, and lock through the guard; or use `pg_advisory_xact_lock` inside a transaction"),
+    )
+}
+
 fn on_every_path_of(inner: &[usize], outer: &[usize]) -> bool {
     outer.starts_with(inner)
 }

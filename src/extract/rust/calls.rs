@@ -383,11 +383,12 @@ impl<'a> Walker<'a, '_> {
             _ => false,
         };
         // A connection passed by value to anything but `drop` is handed on (`Ok(Guard::new(
-        // id, conn))`, `Some(conn)`); a function of the run walked in place shows its own use.
+        // id, conn))`, `Some(conn)`); a function of the run walked in place shows its own use
+        // of it, but the move happens here all the same.
         let drops = matches!(&*c.func, syn::Expr::Path(p)
             if p.path.segments.last().is_some_and(|s| s.ident == "drop"));
-        if !drops && !of_run {
-            c.args.iter().for_each(|a| self.moved_on(a));
+        if !drops {
+            c.args.iter().for_each(|a| self.moved_on(a, !of_run));
         }
         let args: Vec<Value> = c
             .args

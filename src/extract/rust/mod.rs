@@ -321,6 +321,21 @@ fn walk_all(
     for (i, f) in index.fns.iter().enumerate() {
         let mut w = Walker::new(&index, front, &mut shared, f.file);
         w.test = f.test && !config.include_tests;
+        w.in_async = f.sig.asyncness.is_some();
+        w.borrowed = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|a| match a {
+                syn::FnArg::Typed(t) if matches!(&*t.ty, syn::Type::Reference(_)) => {
+                    match &*t.pat {
+                        syn::Pat::Ident(id) => Some(id.ident.to_string()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .collect();
         w.stack.push(i);
         w.params(f.sig, f.owner, None, None);
         let returns = match w.body(f.block) {
@@ -1727,6 +1742,11 @@ struct Walker<'a, 'w> {
     passes_on: bool,
     /// Walking test code that the rules skip: helpers it calls are still walked on their own.
     test: bool,
+    /// The function walked is `async`: its caller may drop it at any `.await`.
+    in_async: bool,
+    /// Its parameters that are references (`conn: &mut PgConnection`): passing one on moves
+    /// a borrow, not the connection.
+    borrowed: Vec<String>,
     /// Constants being resolved through other constants.
     const_depth: usize,
     /// Expressions being walked, nested in one another.

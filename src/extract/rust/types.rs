@@ -295,9 +295,84 @@ pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor
     bounded.then_some(Executor::Unknown)
 }
 
+/// The type a generic parameter gives access to by its bounds: `C` in `fn f<C:
+/// AsMut<PgConnection>>(conn: C)` (also `BorrowMut<..>`, `DerefMut<Target = ..>`, in the
+/// parameter list or a `where` clause) stands for a `PgConnection`.
+pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s syn::Type> {
+    let ty = match ty {
+        syn::Type::Reference(r) => &*r.elem,
+        t => t,
+    };
+    let syn::Type::Path(p) = ty else {
+        return None;
+    };
+    let name = p.path.get_ident()?;
+    let in_params = sig.generics.params.iter().filter_map(|g| match g {
+        syn::GenericParam::Type(t) if t.ident == *name => Some(&t.bounds),
+        _ => None,
+    });
+    let in_where = sig
+        .generics
+        .where_clause
+        .iter()
+        .flat_map(|w| &w.predicates)
+        .filter_map(|p| match p {
+            syn::WherePredicate::Type(t)
+                if matches!(&t.bounded_ty, syn::Type::Path(b) if b.path.get_ident() == Some(name)) =>
+            {
+                Some(&t.bounds)
+            }
+            _ => None,
+        });
+    in_params.chain(in_where).flatten().find_map(|b| {
+        let syn::TypeParamBound::Trait(t) = b else {
+            return None;
+        };
+        let last = t.path.segments.last()?;
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        args.args
+            .iter()
+            .find_map(|a| match (last.ident.to_string().as_str(), a) {
+                ("AsMut" | "BorrowMut" | "AsRef" | "Borrow", syn::GenericArgument::Type(t)) => {
+                    Some(t)
+                }
+                ("DerefMut" | "Deref", syn::GenericArgument::AssocType(a))
+                    if a.ident == "Target" =>
+                {
+                    Some(&a.ty)
+                }
+                _ => None,
+            })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generic_parameter_stands_for_what_its_bounds_give() {
+        let target = |f: &str| {
+            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
+            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
+                panic!("no typed argument");
+            };
+            generic_target(&f.sig, &arg.ty).map(|t| quote::ToTokens::to_token_stream(t).to_string())
+        };
+        assert_eq!(
+            target("fn f<C: AsMut<PgConnection>>(c: C) {}").as_deref(),
+            Some("PgConnection")
+        );
+        assert_eq!(
+            target("fn f<C>(c: &mut C) where C: DerefMut<Target = PgConnection> + Send {}")
+                .as_deref(),
+            Some("PgConnection")
+        );
+        assert_eq!(target("fn f<C: Clone>(c: C) {}"), None);
+        assert_eq!(target("fn f(c: PgConnection) {}"), None);
+    }
 
     fn kind(ty: &str) -> Option<Executor> {
         of_type(&syn::parse_str(ty).unwrap(), &RustConfig::default())

@@ -44,6 +44,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             tried: Vec::new(),
             passes_on: true,
             test: false,
+            in_async: false,
+            borrowed: Vec::new(),
             const_depth: 0,
             depth: 0,
             backends: HashMap::new(),
@@ -204,24 +206,32 @@ impl<'a, 'w> Walker<'a, 'w> {
             acquired,
             inherited: false,
             handed_on: false,
+            handed_on_at: None,
         });
         id
     }
 
-    /// `e` moves a connection on by value (a bare variable holding a handle on a session this
-    /// function acquired): the session is handed on.
-    pub(super) fn moved_on(&mut self, e: &syn::Expr) {
+    /// `e` moves a connection on by value (a bare variable holding a handle): a session this
+    /// function acquired is handed on (`handed`: to an owner not walked here); in an `async`
+    /// function, any session's first move is recorded (see [`Session::handed_on_at`]).
+    pub(super) fn moved_on(&mut self, e: &syn::Expr, handed: bool) {
         let syn::Expr::Path(p) = e else {
             return;
         };
         let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
             return;
         };
+        // In a helper walked in place, the name is the helper's parameter: a borrow of the
+        // caller's connection, not the connection itself.
+        let owned = !self.borrowed.contains(&name);
+        let (seq, in_async) = (self.seq, self.in_async && owned && self.calls.is_empty());
         if let Some(Value::Handle(h)) = self.vars.get(&name)
             && let Some(s) = h.session.and_then(|id| self.sessions.get_mut(id))
-            && s.acquired.is_some()
         {
-            s.handed_on = true;
+            s.handed_on |= handed && s.acquired.is_some();
+            if in_async {
+                s.handed_on_at.get_or_insert(seq);
+            }
         }
     }
 
@@ -650,6 +660,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(kind) = types::generic_executor(sig, ty) {
             return Value::Handle(self.handle_of_kind(kind));
         }
+        if let Some(h) = types::generic_target(sig, ty).and_then(|t| self.typed(t)) {
+            return Value::Handle(h);
+        }
         match types::type_name(ty) {
             Some(name) if self.ix.handle_structs.contains_key(&name) => Value::Object(name.into()),
             _ => Value::None,
@@ -1021,7 +1034,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
             E::Tuple(t) => {
-                t.elems.iter().for_each(|e| self.moved_on(e));
+                t.elems.iter().for_each(|e| self.moved_on(e, true));
                 let mut vals = self.exprs(&t.elems);
                 if vals.is_empty() {
                     Value::None
@@ -1040,7 +1053,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     .fields
                     .iter()
                     .map(|f| {
-                        self.moved_on(&f.expr);
+                        self.moved_on(&f.expr, true);
                         let v = self.expr(&f.expr);
                         self.or_data(v, &f.expr)
                     })
