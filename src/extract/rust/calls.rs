@@ -371,15 +371,7 @@ impl<'a> Walker<'a, '_> {
         // `with_tx(&pool, |tx| Box::pin(async move { .. }))`: a closure handed to a function
         // of the run is held until that function calls it; one it never calls is walked here.
         let of_run = match &*c.func {
-            syn::Expr::Path(p) => p.path.segments.last().is_some_and(|_| {
-                let path: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
-                self.ix.called(&path, self.file).is_some()
-            }),
+            syn::Expr::Path(p) => self.ix.called_path(&p.path, self.file).is_some(),
             _ => false,
         };
         // A connection passed by value to anything but `drop` is handed on (`Ok(Guard::new(

@@ -1458,6 +1458,12 @@ impl<'a> Index<'a> {
     /// [`Index::function`]); a bare or module path (`f(..)`, `db::f(..)`) a free function,
     /// never a method of the same name (inside `impl Db { fn insert(&self) }`, `insert(&mut
     /// tx)` calls the free `insert`).
+    fn called_path(&self, path: &syn::Path, file: usize) -> Option<usize> {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.called(&segments, file)
+    }
+
+    /// [`Index::called_path`] of a path already split into its segments.
     fn called(&self, path: &[String], file: usize) -> Option<usize> {
         let name = path.last()?;
         let by_type = path.len() >= 2 && {

@@ -297,15 +297,7 @@ impl Walker<'_, '_> {
         let e = strip(e);
         let called = match e {
             syn::Expr::Call(c) => match &*c.func {
-                syn::Expr::Path(p) => {
-                    let path: Vec<String> = p
-                        .path
-                        .segments
-                        .iter()
-                        .map(|s| s.ident.to_string())
-                        .collect();
-                    self.ix.called(&path, self.file)
-                }
+                syn::Expr::Path(p) => self.ix.called_path(&p.path, self.file),
                 _ => None,
             },
             syn::Expr::MethodCall(m) if local(&m.receiver).is_some_and(|r| r == "self") => {

@@ -279,34 +279,25 @@ pub fn of_variable_name(name: &str) -> Option<Executor> {
 
 /// `E: PgExecutor<'_>` and `where E: Executor`: a parameter of a generic executor type.
 pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor> {
-    let ty = match ty {
-        syn::Type::Reference(r) => &*r.elem,
-        t => t,
-    };
-    let syn::Type::Path(p) = ty else {
-        return None;
-    };
-    let name = p.path.get_ident()?;
-    let bounded = sig.generics.params.iter().any(|g| {
-        matches!(g, syn::GenericParam::Type(t) if t.ident == *name && t.bounds.iter().any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path))))
-    }) || sig.generics.where_clause.iter().flat_map(|w| &w.predicates).any(|p| {
-        matches!(p, syn::WherePredicate::Type(t) if matches!(&t.bounded_ty, syn::Type::Path(b) if b.path.get_ident() == Some(name)) && t.bounds.iter().any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path))))
-    });
-    bounded.then_some(Executor::Unknown)
+    generic_bounds(sig, ty)
+        .iter()
+        .any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path)))
+        .then_some(Executor::Unknown)
 }
 
-/// The type a generic parameter gives access to by its bounds: `C` in `fn f<C:
-/// AsMut<PgConnection>>(conn: C)` (also `BorrowMut<..>`, `DerefMut<Target = ..>`, in the
-/// parameter list or a `where` clause) stands for a `PgConnection`.
-pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s syn::Type> {
+/// The bounds of the generic parameter a type (or a reference to it) names, in the
+/// parameter list and the `where` clause; none when it names no generic parameter.
+fn generic_bounds<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Vec<&'s syn::TypeParamBound> {
     let ty = match ty {
         syn::Type::Reference(r) => &*r.elem,
         t => t,
     };
-    let syn::Type::Path(p) = ty else {
-        return None;
+    let Some(name) = (match ty {
+        syn::Type::Path(p) => p.path.get_ident(),
+        _ => None,
+    }) else {
+        return Vec::new();
     };
-    let name = p.path.get_ident()?;
     let in_params = sig.generics.params.iter().filter_map(|g| match g {
         syn::GenericParam::Type(t) if t.ident == *name => Some(&t.bounds),
         _ => None,
@@ -324,7 +315,14 @@ pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s
             }
             _ => None,
         });
-    in_params.chain(in_where).flatten().find_map(|b| {
+    in_params.chain(in_where).flatten().collect()
+}
+
+/// The type a generic parameter gives access to by its bounds: `C` in `fn f<C:
+/// AsMut<PgConnection>>(conn: C)` (also `BorrowMut<..>`, `DerefMut<Target = ..>`, in the
+/// parameter list or a `where` clause) stands for a `PgConnection`.
+pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s syn::Type> {
+    generic_bounds(sig, ty).into_iter().find_map(|b| {
         let syn::TypeParamBound::Trait(t) = b else {
             return None;
         };
