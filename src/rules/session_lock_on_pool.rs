@@ -160,7 +160,6 @@ fn unlocks(step: &Step, lock: &AdvisoryCall) -> bool {
     step.facts.extra().advisory.iter().any(|a| a.releases(lock))
 }
 
-/// `inner` runs whenever `outer` does: its branch arms are a prefix of the other's.
 /// A blocking session lock awaited before the value that would unlock it owns the connection
 /// (`lock(&mut conn).await?; Ok(Guard::new(conn))`, in an `async` function): a caller that
 /// drops the future while the lock is awaited (a timeout, `select!`) leaves the lock to be
@@ -181,10 +180,8 @@ fn cancel_window(
     {
         return None;
     }
-    let unlocked_first = steps.iter().any(|(s, _)| {
-        s.seq > lock_step.seq && s.seq <= at && s.session == lock_step.session && unlocks(s, lock)
-    });
-    if unlocked_first {
+    if unlocks_after(steps, lock_step, lock).any(|s| s.seq <= at && s.session == lock_step.session)
+    {
         return None;
     }
     Some(
@@ -199,6 +196,19 @@ fn cancel_window(
     )
 }
 
+/// The steps after `lock_step` that release `lock`, on any session.
+fn unlocks_after<'s>(
+    steps: &'s [(&'s Step, Executor)],
+    lock_step: &'s Step,
+    lock: &'s AdvisoryCall,
+) -> impl Iterator<Item = &'s Step> {
+    steps
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(move |s| s.seq > lock_step.seq && unlocks(s, lock))
+}
+
+/// `inner` runs whenever `outer` does: its branch arms are a prefix of the other's.
 fn on_every_path_of(inner: &[usize], outer: &[usize]) -> bool {
     outer.starts_with(inner)
 }
@@ -211,11 +221,7 @@ fn unlock_problem(
     lock: &AdvisoryCall,
     call: &str,
 ) -> Option<Diagnostic> {
-    let later_unlocks: Vec<&Step> = steps
-        .iter()
-        .map(|(s, _)| *s)
-        .filter(|s| s.seq > lock_step.seq && unlocks(s, lock))
-        .collect();
+    let later_unlocks: Vec<&Step> = unlocks_after(steps, lock_step, lock).collect();
     let same: Vec<&Step> = later_unlocks
         .iter()
         .copied()

@@ -1446,7 +1446,11 @@ impl<'a> Index<'a> {
     }
 
     fn function(&self, name: &str, file: usize) -> Option<usize> {
-        let candidates = self.by_name.get(name)?;
+        self.choose(self.by_name.get(name)?, file)
+    }
+
+    /// Of functions of one name, the one in `file`, else the only one.
+    fn choose(&self, candidates: &[usize], file: usize) -> Option<usize> {
         candidates
             .iter()
             .copied()
@@ -1480,10 +1484,7 @@ impl<'a> Index<'a> {
             .copied()
             .filter(|&i| self.fns[i].owner.is_none() && self.fns[i].sig.receiver().is_none())
             .collect();
-        free.iter()
-            .copied()
-            .find(|&i| self.fns[i].file == file)
-            .or_else(|| (free.len() == 1).then(|| free[0]))
+        self.choose(&free, file)
     }
 }
 
