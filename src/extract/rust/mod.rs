@@ -220,7 +220,7 @@ fn batch(
     let mut late = HashSet::new();
     let mut candidates = Vec::new();
     let mut modules = modules::Modules::default();
-    // The text of files read here and not parsed: a background job's loop may be there.
+    // Files read here and not parsed: a background job's loop may be there (see `jobs::mark`).
     let mut unparsed = Vec::new();
     for (i, (id, f)) in own.iter_mut().enumerate() {
         if f.unread {
@@ -232,7 +232,7 @@ fn batch(
                     modules.add(&f.path, &text);
                     if !prescan::may_matter(&text, &config.rust) {
                         front.out.stats.rust_skipped += 1;
-                        unparsed.push((i, text));
+                        unparsed.push(i);
                         continue;
                     }
                     f.set_text(text);
@@ -411,9 +411,10 @@ fn walk_all(
     front.out.declared.extend(declared);
 }
 
-/// The Rust files in batches, one per Cargo workspace (the outermost `Cargo.toml` with a
-/// `[workspace]` above the file, else the nearest one), files outside any crate together;
-/// largest batch first, so that the cores finish together.
+/// The Rust files in batches, one per Cargo workspace (the nearest `Cargo.toml` with a
+/// `[workspace]` above the file, as Cargo finds it, else the nearest one), files outside any
+/// crate together; largest batch first, so that the cores finish together. A workspace inside
+/// another (a benchmark suite's crates, each its own) is a batch of its own.
 fn batches(files: &[SourceFile], ids: &[FileId]) -> Vec<Vec<FileId>> {
     let mut roots: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
     let mut manifests: HashMap<PathBuf, bool> = HashMap::new();
@@ -435,7 +436,7 @@ fn batches(files: &[SourceFile], ids: &[FileId]) -> Vec<Vec<FileId>> {
                     if nearest.is_none() && m.is_file() {
                         nearest = Some(d.to_path_buf());
                     }
-                    if is_workspace {
+                    if is_workspace && workspace.is_none() {
                         workspace = Some(d.to_path_buf());
                     }
                 }
@@ -734,7 +735,7 @@ fn thin_items(
         let matters = p
             .text
             .get(range)
-            .is_some_and(|t| prescan::may_matter(t, cfg));
+            .is_some_and(|t| prescan::item_may_matter(t, cfg));
         // Kinds that `keep` drops whenever their text does not pass need not be parsed.
         let droppable = matches!(
             word(&head, 0),
@@ -812,8 +813,11 @@ const THIN_ABOVE: usize = 64 * 1024;
 /// Imports, type aliases and text constants are kept whatever they say (others refer to them
 /// by name); modules and `impl` blocks keep the items inside that can matter.
 fn keep(p: &Parsed, item: &mut syn::Item, cfg: &crate::config::RustConfig) -> bool {
-    let matters =
-        |r: std::ops::Range<usize>| p.text.get(r).is_some_and(|t| prescan::may_matter(t, cfg));
+    let matters = |r: std::ops::Range<usize>| {
+        p.text
+            .get(r)
+            .is_some_and(|t| prescan::item_may_matter(t, cfg))
+    };
     match item {
         syn::Item::Use(_) | syn::Item::Type(_) | syn::Item::ExternCrate(_) => true,
         syn::Item::ForeignMod(_) => false,
@@ -1773,6 +1777,40 @@ struct Walker<'a, 'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workspace's members are one batch; a workspace inside it (a benchmark suite's crate
+    /// with a `[workspace]` of its own, which Cargo builds apart) is another.
+    #[test]
+    fn a_workspace_inside_another_is_a_batch_of_its_own() {
+        let root = std::env::temp_dir().join(format!("txlint-batches-{}", std::process::id()));
+        let files = [
+            ("Cargo.toml", "[workspace]\nmembers = [\"a\", \"b\"]\n"),
+            ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
+            ("a/src/lib.rs", ""),
+            ("b/Cargo.toml", "[package]\nname = \"b\"\n"),
+            ("b/src/lib.rs", ""),
+            (
+                "bench/big/Cargo.toml",
+                "[package]\nname = \"big\"\n\n[workspace]\n",
+            ),
+            ("bench/big/src/main.rs", ""),
+            ("bench/big/src/gen.rs", ""),
+        ];
+        let mut sources = Vec::new();
+        for (path, text) in files {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+            if path.ends_with(".rs") {
+                sources.push(SourceFile::unread(p, String::new()));
+            }
+        }
+        let ids: Vec<FileId> = (0..sources.len()).collect();
+        let got = batches(&sources, &ids);
+        std::fs::remove_dir_all(&root).ok();
+        // The members' files (ids 0, 1), then the benchmark's (2, 3): equal sizes, file order.
+        assert_eq!(got, [vec![0, 1], vec![2, 3]]);
+    }
 
     /// A heavy batch that waits for an earlier batch to give a new file its id lets that batch
     /// have the heavy turn: the earlier one may be waiting for it (it read its files more

@@ -47,10 +47,14 @@ pub(super) struct Text<'a> {
 
 /// Set [`Unit::job`] on the batch's units that only a background job runs; a file the job's
 /// loop is in and that was not parsed gets its text back.
+///
+/// `unparsed` are the files of `own` the batch read and did not parse: their text was let go
+/// (a large workspace's would sit beside its syntax trees) and is read again here, once the
+/// trees are gone, and only when there is a unit to look for a job of.
 pub(super) fn mark(
     units: &mut [Unit],
     own: &mut [(FileId, SourceFile)],
-    unparsed: Vec<(usize, String)>,
+    unparsed: Vec<usize>,
     config: &Config,
 ) {
     if config.rust.background_jobs == BackgroundJobs::Replicated {
@@ -76,6 +80,11 @@ pub(super) fn mark(
         return;
     }
     let files: HashSet<FileId> = units.iter().flat_map(Unit::files).collect();
+    // A file that cannot be read again is one whose mentions cannot all be read (see above).
+    let unparsed: Vec<(usize, String)> = unparsed
+        .into_iter()
+        .filter_map(|i| Some((i, crate::read(&own.get(i)?.1.path).ok()?.0)))
+        .collect();
     let mut texts: Vec<Text> = own
         .iter()
         .filter(|(_, f)| !f.text().is_empty())
