@@ -1,6 +1,6 @@
 //! Calls that send SQL, build it, open transactions or reach helpers.
 
-use super::walk::backend_name;
+use super::walk::{On, backend_name};
 use super::*;
 use crate::parse::split::stand_in;
 
@@ -98,7 +98,8 @@ impl<'a> Walker<'a, '_> {
             }
             let handle = self.handle(&receiver, &m.receiver);
             let text = self.source_of(&m.receiver);
-            return self.emit(&sql, handle, text, at);
+            let rows = self.emit(&sql, handle, text, at);
+            return self.fetched(&name, rows);
         }
         // A query sent on a database handle with SQL txlint could not read (`client.query(&sql,
         // ..)`, `sqlx::query(&built).execute(pool)`): counted, so silence is not read as a
@@ -120,7 +121,14 @@ impl<'a> Walker<'a, '_> {
                 _ => (Walker::unknown_handle(), String::new()),
             };
             let sql = sql.clone();
-            return self.emit(&sql, handle, text, at);
+            let rows = self.emit(&sql, handle, text, at);
+            return self.fetched(&name, rows);
+        }
+        // diesel's `.first(conn).optional()`.
+        if name == "optional"
+            && let Value::Data(_) = receiver
+        {
+            return self.fetched(&name, receiver);
         }
         if let Some(built) = self.built(&name, &receiver, m, &args) {
             return built;
@@ -711,7 +719,9 @@ impl<'a> Walker<'a, '_> {
             "ensure" => {
                 self.exprs(&args);
                 let from = args.first().map(|c| self.flow(c)).unwrap_or_default();
-                self.in_arm(None, &from, false, |w| w.exit(mac, None, ExitKind::Return));
+                self.in_arm(None, &from, On::Value, |w| {
+                    w.exit(mac, None, ExitKind::Return)
+                });
                 Value::None
             }
             "include_str" => match args.first().map(|a| self.expr(a)) {
@@ -1123,6 +1133,16 @@ impl<'a> Walker<'a, '_> {
 
     /// Send `sql` through `handle` by the call at `site`: one step per statement, in the
     /// handle's session walker. The result is the data the statements return.
+    /// The rows a call `name` fetched, noted as one or none where it fetches so.
+    fn fetched(&mut self, name: &str, rows: Value) -> Value {
+        if let Value::Data(f) = &rows
+            && OPTIONAL.contains(&name)
+        {
+            self.optional.extend(f.iter().copied());
+        }
+        rows
+    }
+
     pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String, site: Span) -> Value {
         // Texts chosen at run time: one arm each.
         if !sql.alts.is_empty() {
@@ -1130,7 +1150,7 @@ impl<'a> Walker<'a, '_> {
             let mut results = Flow::new();
             for v in sql.variants() {
                 let via = via.clone();
-                if let Value::Data(f) = self.in_arm(Some(c), &Flow::new(), false, |w| {
+                if let Value::Data(f) = self.in_arm(Some(c), &Flow::new(), On::Value, |w| {
                     w.emit(&v, handle, via, site)
                 }) {
                     results.extend(f);

@@ -76,6 +76,8 @@ const SQLX_SIMPLE: &[&str] = &[
     "fetch_optional",
     "fetch_many",
 ];
+/// Methods whose result is one row or none, as an `Option`.
+const OPTIONAL: &[&str] = &["fetch_optional", "query_opt", "optional", "one"];
 /// Builder methods that run the query on the executor given as their argument.
 const TERMINALS: &[&str] = &[
     "execute",
@@ -1767,6 +1769,10 @@ struct Walker<'a, 'w> {
     backends: HashMap<String, Dialect>,
     /// Sequence number of the last step emitted.
     last_step: Option<usize>,
+    /// Steps whose rows were fetched as "one or none" (`fetch_optional`, `query_opt`, diesel's
+    /// `.optional()`, sea-orm's `.one`): an `Option` of their result says whether a row was
+    /// found, not whether a column was `NULL`.
+    optional: HashSet<usize>,
     /// Functions being walked (outermost first), against recursion.
     stack: Vec<usize>,
     /// The types of local variables that the code names (`let persist = NewCrate { .. }`,

@@ -50,6 +50,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             depth: 0,
             backends: HashMap::new(),
             last_step: None,
+            optional: HashSet::new(),
             stack: Vec::new(),
             types: HashMap::new(),
         }
@@ -343,8 +344,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                         // value, and leaves; `let Ok(..) = x else` is taken when `x` failed.
                         if let Some((_, diverge)) = &init.diverge {
                             let from = self.flow_of(&v, &init.expr);
-                            let failed = pattern_is(&local.pat, "Ok");
-                            self.in_arm(None, &from, failed, |w| {
+                            let on = On::of_pattern(&local.pat, "Ok");
+                            self.in_arm(None, &from, on, |w| {
                                 w.expr(diverge);
                                 w.exit_as(diverge, None, ExitKind::Return, true, false);
                             });
@@ -680,7 +681,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     pub(super) fn in_branch<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        self.in_arm(None, &Flow::new(), false, f)
+        self.in_arm(None, &Flow::new(), On::Value, f)
     }
 
     /// A new group of alternative arms (`if`/`else`, `match`).
@@ -690,13 +691,13 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     /// A branch arm, one of the alternatives of `choice` if given, taken on a condition computed
-    /// from the results of the steps in `from` (when those steps `failed`, for an `Err` arm).
-    /// Names bound inside do not outlive it.
+    /// from the results of the steps in `from` (see [`On`]). Names bound inside do not outlive
+    /// it.
     pub(super) fn in_arm<R>(
         &mut self,
         choice: Option<usize>,
         from: &Flow,
-        failed: bool,
+        on: On,
         f: impl FnOnce(&mut Self) -> R,
     ) -> R {
         self.next_branch += 1;
@@ -705,12 +706,17 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(c) = choice {
             self.choices[c].push(arm);
         }
+        // An `Option` tells whether a row was found only of rows fetched as one or none.
+        let on = match on {
+            On::Presence if !from.iter().all(|s| self.optional.contains(s)) => On::Value,
+            on => on,
+        };
         if !from.is_empty() {
             self.conditions.push(Condition {
                 branch: arm,
                 from: from.iter().copied().collect(),
-                failed,
-                presence: false,
+                failed: on == On::Failed,
+                presence: on == On::Presence,
             });
         }
         let outer = self.vars.clone();
@@ -840,7 +846,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 };
                 if kind == ExitKind::Return {
                     let from = self.flow(&t.expr);
-                    self.in_arm(None, &from, false, |w| {
+                    self.in_arm(None, &from, On::Presence, |w| {
                         w.exit(&t.question_token, None, kind)
                     });
                 } else {
@@ -885,13 +891,17 @@ impl<'a, 'w> Walker<'a, 'w> {
                     E::Let(l) => (Some(&*l.pat), self.or_data(v, &l.expr)),
                     _ => (None, Value::None),
                 };
-                let is = |name| pat.is_some_and(|p| pattern_is(p, name));
+                let on = |failed_on| match pat {
+                    Some(p) => On::of_pattern(p, failed_on),
+                    None if presence_test(&i.cond) => On::Presence,
+                    None => On::Value,
+                };
                 let c = self.choice();
                 let backend = backend_test(&i.cond);
                 if let (Some(p), E::Let(l)) = (pat, &*i.cond) {
                     self.derive_loop_vars(p, &l.expr);
                 }
-                let then = self.in_arm(Some(c), &from, is("Err"), |w| {
+                let then = self.in_arm(Some(c), &from, on("Err"), |w| {
                     if let Some(p) = pat {
                         w.bind(p, data.clone());
                     }
@@ -901,7 +911,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let Some((_, other)) = &i.else_branch else {
                     return Value::None;
                 };
-                let other = self.in_arm(Some(c), &from, is("Ok"), |w| {
+                let other = self.in_arm(Some(c), &from, on("Ok"), |w| {
                     let v = w.expr(other);
                     w.or_data(v, other)
                 });
@@ -934,11 +944,22 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let mut rows: Option<Flow> = Some(Flow::default());
                 // `match kind { Kind::A => "UPDATE ..", Kind::B => "DELETE .." }`: each text.
                 let mut texts: Option<Option<Sql>> = Some(None);
+                // `match found { Some(row) => .., None => .. }` tests only whether a row was
+                // found.
+                let presence = m.arms.iter().any(|a| presence_pattern(&a.pat))
+                    && m.arms.iter().all(|a| {
+                        a.guard.is_none()
+                            && (presence_pattern(&a.pat) || matches!(a.pat, syn::Pat::Wild(_)))
+                    });
                 for arm in &m.arms {
                     self.derive_loop_vars(&arm.pat, &m.expr);
-                    let failed = pattern_is(&arm.pat, "Err");
+                    let on = match On::of_pattern(&arm.pat, "Err") {
+                        On::Failed => On::Failed,
+                        _ if presence => On::Presence,
+                        _ => On::Value,
+                    };
                     let backend = scrutinee.clone().zip(backend_variant(&arm.pat));
-                    let v = self.in_arm(Some(c), &from, failed, |w| {
+                    let v = self.in_arm(Some(c), &from, on, |w| {
                         w.bind(&arm.pat, data.clone());
                         if let Some((_, g)) = &arm.guard {
                             w.expr(g);
@@ -1387,6 +1408,65 @@ fn backend_variant(pat: &syn::Pat) -> Option<Dialect> {
 }
 
 /// The pattern is `Name(..)` (`Err(e)`, `Ok(_)`, `Some(row)`), possibly qualified.
+/// What a branch arm is taken on, of the steps its condition is computed from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum On {
+    /// What they read.
+    Value,
+    /// Their failure: an `Err` arm, the else of `if let Ok(..)`.
+    Failed,
+    /// Only whether they found a row: `if let Some(row)`, `match found { Some(_) => .., None
+    /// => .. }`, `row.is_none()`, `rows.is_empty()`, `.ok_or(NotFound)?`.
+    Presence,
+}
+
+impl On {
+    /// The arm of pattern `pat`, taken when its steps failed if `pat` is `failed_on`.
+    pub(super) fn of_pattern(pat: &syn::Pat, failed_on: &str) -> On {
+        if pattern_is(pat, failed_on) {
+            On::Failed
+        } else if presence_pattern(pat) {
+            On::Presence
+        } else {
+            On::Value
+        }
+    }
+}
+
+/// `Some(row)`, `Some(_)` or `None`: whether a value is there, not what it is.
+pub(super) fn presence_pattern(pat: &syn::Pat) -> bool {
+    let bare = |p: &syn::Pat| match p {
+        syn::Pat::Wild(_) => true,
+        syn::Pat::Ident(i) => i.subpat.is_none(),
+        _ => false,
+    };
+    match pat {
+        syn::Pat::TupleStruct(t) => {
+            t.path.segments.last().is_some_and(|s| s.ident == "Some") && t.elems.iter().all(bare)
+        }
+        syn::Pat::Path(p) => p.path.is_ident("None"),
+        syn::Pat::Ident(i) => i.ident == "None" && i.subpat.is_none(),
+        _ => false,
+    }
+}
+
+/// A condition that asks only whether something was found: `x.is_some()`, `x.is_none()`,
+/// `rows.is_empty()`, negated or not.
+fn presence_test(cond: &syn::Expr) -> bool {
+    match cond {
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => presence_test(&u.expr),
+        syn::Expr::Paren(p) => presence_test(&p.expr),
+        syn::Expr::MethodCall(m) => {
+            m.args.is_empty()
+                && matches!(
+                    m.method.to_string().as_str(),
+                    "is_some" | "is_none" | "is_empty"
+                )
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn pattern_is(pat: &syn::Pat, name: &str) -> bool {
     match pat {
         syn::Pat::TupleStruct(t) => t.path.segments.last().is_some_and(|s| s.ident == name),
