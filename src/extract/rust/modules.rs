@@ -106,13 +106,17 @@ impl Modules {
 }
 
 impl Modules {
-    /// Only tests compile the file at `path`: it lies under its package's `src/`, and it or a
-    /// folder on the way is a module declared only under a test configuration.
+    /// Only tests compile the file at `path`: its package is a dev-dependency only (see
+    /// [`Packages::dev_only`]), or it lies under its package's `src/` and it or a folder on the
+    /// way is a module declared only under a test configuration.
     pub(super) fn test_only(&self, path: &Path, packages: &mut Packages) -> bool {
         let path = absolute(path);
         let Some(package) = path.parent().and_then(|dir| packages.package(dir)) else {
             return false;
         };
+        if packages.dev_only(&self.files).contains(&package) {
+            return true;
+        }
         if let Ok(rel) = path.strip_prefix(&package) {
             let rel = rel.to_string_lossy().replace('\\', "/");
             let manifest = packages.manifest(&package);
@@ -229,6 +233,7 @@ pub(super) fn cfg_is_test(tokens: &str) -> bool {
 pub(super) struct Packages {
     of_dir: HashMap<PathBuf, Option<PathBuf>>,
     manifests: HashMap<PathBuf, String>,
+    dev_only: Option<HashSet<PathBuf>>,
 }
 
 impl Packages {
@@ -239,6 +244,45 @@ impl Packages {
             .or_insert_with(|| {
                 std::fs::read_to_string(package.join("Cargo.toml")).unwrap_or_default()
             })
+    }
+
+    /// The packages of `files` that the others depend on only for their tests: each is named
+    /// for tests (`app-test-utils`, `testing`), under some `[dev-dependencies]` and under no
+    /// `[dependencies]` or `[build-dependencies]` (a workspace's crate of builders and
+    /// fixtures). Only tests compile them. The name matters: a library's own tests and
+    /// examples name the library under `[dev-dependencies]` too, and it is no test code.
+    fn dev_only(&mut self, files: &HashSet<PathBuf>) -> &HashSet<PathBuf> {
+        if self.dev_only.is_none() {
+            let mut dirs: Vec<PathBuf> = files
+                .iter()
+                .filter_map(|f| f.parent().and_then(|d| self.package(d)))
+                .collect();
+            dirs.sort();
+            dirs.dedup();
+            let mut named = HashMap::new();
+            let (mut normal, mut dev) = (HashSet::new(), HashSet::new());
+            for dir in dirs {
+                let Ok(table) = self.manifest(&dir).parse::<toml::Table>() else {
+                    continue;
+                };
+                if let Some(name) = package_name(&table) {
+                    named.insert(name, dir);
+                }
+                for (section, names) in dependencies(&table) {
+                    match section {
+                        "dev-dependencies" => dev.extend(names),
+                        _ => normal.extend(names),
+                    }
+                }
+            }
+            let only: HashSet<PathBuf> = named
+                .into_iter()
+                .filter(|(n, _)| named_for_tests(n) && dev.contains(n) && !normal.contains(n))
+                .map(|(_, d)| d)
+                .collect();
+            self.dev_only = Some(only);
+        }
+        self.dev_only.get_or_insert_default()
     }
 
     /// The package a folder is in: the nearest folder above with a `Cargo.toml`.
@@ -252,6 +296,50 @@ impl Packages {
             })
             .clone()
     }
+}
+
+/// A manifest's package name, `-` and `_` alike (Cargo accepts either in a dependency).
+fn package_name(manifest: &toml::Table) -> Option<String> {
+    let name = manifest.get("package")?.get("name")?.as_str()?;
+    Some(name.replace('_', "-"))
+}
+
+/// A package name with a word for tests in it: `test`, `tests`, `testing`, `testkit`,
+/// `testutils`, `fixtures` (`crates_io_test_utils`, `app-testing`).
+fn named_for_tests(name: &str) -> bool {
+    name.split('-').any(|w| {
+        matches!(
+            w,
+            "test" | "tests" | "testing" | "testkit" | "testutils" | "fixtures"
+        )
+    })
+}
+
+/// The packages a manifest depends on, by section (`dependencies`, `dev-dependencies`,
+/// `build-dependencies`, also under `[target.'cfg(..)']`), by their package name (`db = {
+/// package = "app-db" }` is `app-db`).
+fn dependencies(manifest: &toml::Table) -> Vec<(&'static str, Vec<String>)> {
+    let sections = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let targets = manifest.get("target").and_then(|t| t.as_table());
+    let tables = std::iter::once(manifest).chain(
+        targets
+            .into_iter()
+            .flat_map(|t| t.values().filter_map(|v| v.as_table())),
+    );
+    let mut out = Vec::new();
+    for table in tables {
+        for section in sections {
+            let Some(deps) = table.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            let names = deps.iter().map(|(key, spec)| {
+                let renamed = spec.get("package").and_then(|p| p.as_str());
+                renamed.unwrap_or(key).replace('_', "-")
+            });
+            out.push((section, names.collect()));
+        }
+    }
+    out
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -329,5 +417,28 @@ mod tests {
         ] {
             assert!(!cfg_is_test(no), "{no}");
         }
+    }
+
+    #[test]
+    fn dependencies_by_section_and_package_name() {
+        let m: toml::Table = r#"
+[package]
+name = "app_core"
+[dependencies]
+db = { package = "app-db", path = "../db" }
+[target.'cfg(unix)'.build-dependencies]
+gen_tool = "1"
+[dev-dependencies]
+app-test-utils = { path = "../tu" }
+"#
+        .parse()
+        .unwrap();
+        assert_eq!(package_name(&m).as_deref(), Some("app-core"));
+        let deps = dependencies(&m);
+        assert!(deps.contains(&("dependencies", vec!["app-db".to_string()])));
+        assert!(deps.contains(&("build-dependencies", vec!["gen-tool".to_string()])));
+        assert!(deps.contains(&("dev-dependencies", vec!["app-test-utils".to_string()])));
+        assert!(named_for_tests("app-test-utils") && named_for_tests("testing"));
+        assert!(!named_for_tests("contest") && !named_for_tests("app-core"));
     }
 }
