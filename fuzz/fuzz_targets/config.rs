@@ -18,10 +18,19 @@ fuzz_target!(|data: &[u8]| {
     let Ok(config) = Config::parse(&text) else {
         return;
     };
-    for path in ["db/x.sql", "migrations/1_x.sql", "tests/x.sql", "src/lib.rs"] {
+    for path in [
+        "db/x.sql",
+        "migrations/1_x.sql",
+        "tests/x.sql",
+        "src/lib.rs",
+    ] {
         config.settings_for(Path::new(path));
         config.is_test_path(Path::new(path));
     }
-    common::check(&txlint::check_source("db/x.sql", SQL, &config));
-    common::check(&txlint::check_source("src/lib.rs", RUST, &config));
+    // One pipeline run per input: SQL and Rust together.
+    let files = vec![
+        txlint::source::SourceFile::new("db/x.sql".into(), "db/x.sql".into(), SQL.into()),
+        txlint::source::SourceFile::new("src/lib.rs".into(), "src/lib.rs".into(), RUST.into()),
+    ];
+    common::check(&txlint::check_files(files, &config), common::full(data));
 });

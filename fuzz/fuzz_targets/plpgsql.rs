@@ -19,5 +19,6 @@ fuzz_target!(|data: &[u8]| {
         "CREATE FUNCTION fz(a int, b int) RETURNS void LANGUAGE plpgsql AS $fz${body}$fz$;\n\
          DO $fz${body}$fz$;\n"
     );
-    common::check(&txlint::check_source("fuzz.sql", &text, &Config::default()));
+    let run = txlint::check_source("fuzz.sql", &text, &Config::default());
+    common::check(&run, common::full(data));
 });

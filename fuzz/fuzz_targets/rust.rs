@@ -8,5 +8,6 @@ mod common;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    common::check(&txlint::check_source("fuzz.rs", &text, &Config::default()));
+    let run = txlint::check_source("fuzz.rs", &text, &Config::default());
+    common::check(&run, common::full(data));
 });
