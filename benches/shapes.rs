@@ -1,0 +1,164 @@
+//! How txlint grows on generated inputs of the shapes hostile or generated code takes: each
+//! shape written at three sizes (1, 2 and 4 times a base), linted as a folder.
+//!
+//! `cargo bench --bench shapes` prints, per shape and size, the input's bytes, wall and CPU
+//! time and peak memory of the `txlint check` process (its run of least CPU time out of
+//! three), and the peak above the process floor (txlint on a one-statement file) per byte of
+//! input; then per shape the exponents of CPU time and memory over the sizes (1.0 is linear).
+//! Nothing is asserted: speed is measured, not tested.
+//!
+//! The shapes: one line of 500,000 commas per size; Rust query functions (10,000 per size);
+//! Rust helpers calling each other in a ring (2,000 per size); a PL/pgSQL body of statements
+//! (50,000 per size); small statements in one file (20,000 per size); `IF` statements nested
+//! in a PL/pgSQL body (2,000 deep per size); `concat!` of string pieces (10,000 per size).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+mod common;
+use common::{exponent, run_txlint};
+
+const SIZES: [usize; 3] = [1, 2, 4];
+
+/// A shape's name, its file's name, and its text at a size.
+type Shape = (&'static str, &'static str, fn(usize) -> String);
+
+const SHAPES: [Shape; 7] = [
+    ("one line of commas", "a.sql", commas),
+    ("Rust query functions", "lib.rs", query_functions),
+    ("Rust helpers in a ring", "lib.rs", helper_ring),
+    ("PL/pgSQL body", "a.sql", plpgsql_body),
+    ("small statements", "a.sql", small_statements),
+    ("nested IF", "a.sql", nested_ifs),
+    ("concat! pieces", "lib.rs", concat_pieces),
+];
+
+fn main() {
+    let scratch = std::env::temp_dir().join(format!("txlint-shapes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let tiny = scratch.join("floor");
+    let _ = std::fs::create_dir_all(&tiny);
+    let _ = std::fs::write(tiny.join("one.sql"), "SELECT 1;\n");
+    let (_, _, floor, _) = run_txlint(&tiny);
+    println!(
+        "memory floor: {:.1} MB (txlint on a one-statement file); `B/B` is the peak above it per byte of input",
+        floor as f64 / 1e6
+    );
+    println!(
+        "{:<24} {:>4} {:>10} {:>8} {:>8} {:>9} {:>7}",
+        "shape", "size", "bytes", "wall s", "cpu s", "peak MB", "B/B"
+    );
+    for (name, file, text) in SHAPES {
+        let mut cpu = Vec::new();
+        let mut memory = Vec::new();
+        for size in SIZES {
+            let dir = scratch.join(format!("{}-{size}", name.replace([' ', '/', '!'], "-")));
+            let bytes = write(&dir, file, &text(size));
+            let (seconds, cpu_s, peak, _) = (0..3)
+                .map(|_| run_txlint(&dir))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("three runs");
+            let net = peak.saturating_sub(floor) as f64;
+            println!(
+                "{name:<24} {size:>4} {bytes:>10} {seconds:>8.2} {cpu_s:>8.2} {:>9.1} {:>7.1}",
+                peak as f64 / 1e6,
+                net / bytes as f64
+            );
+            cpu.push((size as f64, cpu_s.max(1e-3)));
+            memory.push((size as f64, net.max(1.0)));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        println!(
+            "{name:<24} exponents: cpu {:.2}, memory {:.2}",
+            exponent(&cpu),
+            exponent(&memory)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// Writes `text` as `dir/file` (a Rust file under `src/`), and returns its length.
+fn write(dir: &Path, file: &str, text: &str) -> usize {
+    let path = if file.ends_with(".rs") {
+        dir.join("src").join(file)
+    } else {
+        dir.join(file)
+    };
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    std::fs::write(&path, text).expect("scratch file");
+    text.len()
+}
+
+fn commas(size: usize) -> String {
+    let mut s = String::from("SELECT 1");
+    s.push_str(&", 1".repeat(500_000 * size));
+    s.push_str(";\n");
+    s
+}
+
+fn query_functions(size: usize) -> String {
+    let mut s = String::from("use sqlx::PgPool;\n");
+    for i in 0..10_000 * size {
+        let _ = writeln!(
+            s,
+            "pub async fn q{i}(pool: &PgPool) -> sqlx::Result<()> {{ sqlx::query(\"UPDATE t{} SET n = n + 1 WHERE id = $1\").bind({i}).execute(pool).await?; Ok(()) }}",
+            i % 50
+        );
+    }
+    s
+}
+
+fn helper_ring(size: usize) -> String {
+    let n = 2_000 * size;
+    let mut s = String::from("use sqlx::PgConnection;\n");
+    for i in 0..n {
+        let _ = writeln!(
+            s,
+            "pub async fn h{i}(c: &mut PgConnection, d: u32) -> sqlx::Result<()> {{ if d > 0 {{ Box::pin(h{}(c, d - 1)).await?; Box::pin(h{}(c, d - 1)).await?; }} sqlx::query(\"UPDATE r{} SET n = n + 1 WHERE id = 1\").execute(&mut *c).await?; Ok(()) }}",
+            (i + 1) % n,
+            (i * 7 + 3) % n,
+            i % 20
+        );
+    }
+    s
+}
+
+fn plpgsql_body(size: usize) -> String {
+    let mut s = String::from("CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$\nBEGIN\n");
+    for i in 0..50_000 * size {
+        let _ = writeln!(s, "  UPDATE p{} SET n = n + 1 WHERE id = {i};", i % 30);
+    }
+    s.push_str("END $$;\n");
+    s
+}
+
+/// 80,000 at the largest size: below the 100,000 statements txlint reads of one file.
+fn small_statements(size: usize) -> String {
+    let mut s = String::new();
+    for i in 0..20_000 * size {
+        let _ = writeln!(s, "UPDATE s{} SET n = n + 1 WHERE id = {i};", i % 30);
+    }
+    s
+}
+
+fn nested_ifs(size: usize) -> String {
+    let depth = 2_000 * size;
+    let mut s = String::from("DO $$ BEGIN\n");
+    s.push_str(&"IF a THEN UPDATE t SET n = 1 WHERE id = 1;\n".repeat(depth));
+    s.push_str(&"END IF;\n".repeat(depth));
+    s.push_str("END $$;\n");
+    s
+}
+
+fn concat_pieces(size: usize) -> String {
+    let mut s = String::from(
+        "pub async fn f(pool: &sqlx::PgPool) -> sqlx::Result<()> {\n    sqlx::query(concat!(\"UPDATE t SET n = 1 WHERE id = 1\"",
+    );
+    for _ in 0..10_000 * size {
+        s.push_str(", \" \"");
+    }
+    s.push_str(")).execute(pool).await?;\n    Ok(())\n}\n");
+    s
+}
