@@ -180,3 +180,28 @@ fn mutated_inputs_never_panic_and_keep_spans_in_their_files() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Inputs the fuzz targets found a panic with, read as their target reads them (`sql`: the
+/// bytes made text with `from_utf8_lossy`, linted as `fuzz.sql`).
+#[test]
+fn inputs_the_fuzzers_found_stay_fixed() {
+    let cases: &[(&str, &[u8])] = &[
+        // A quoted name left open at the end of the text, its last character a multi-byte
+        // one: its quotes were cut off by byte, inside the character.
+        ("fuzz.sql", b"SELECT * FROM `jobs\xff"),
+        ("fuzz.sql", b"UPDATE \"t\xc3\xa9"),
+        (
+            "fuzz.sql",
+            b"-- A foldeeditionr name\xff\xff\xff\xff\xff\xff\xff\xff\xff= ? \xe5\xf4 for MySQL.\x0aSELECT * FROM `jobs\xffxWHER\x00\x00\x00\x00\x00\x00\x00L \xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xffo\xff\xff\xff\xff\xff\xff\xff-- The ledger\xff\xff\xff\xff\xff's helpers: each locks the one account (id bigint \xff\xffP\xff",
+        ),
+    ];
+    let config = Config::default();
+    let mut failures = Vec::new();
+    for (name, bytes) in cases {
+        let text = String::from_utf8_lossy(bytes);
+        if std::panic::catch_unwind(|| txlint::check_source(name, &text, &config)).is_err() {
+            failures.push(format!("{name}: panicked on {text:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

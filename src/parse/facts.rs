@@ -91,8 +91,12 @@ impl Cursor<'_> {
             last = match t.kind {
                 Kind::Word => t.text(self.src).to_ascii_lowercase(),
                 Kind::QuotedIdent => {
+                    // Its opening quote, and its closing one unless the text ended first
+                    // (`"jobé` at the end of a file).
                     let s = t.text(self.src);
-                    s[1..s.len().saturating_sub(1).max(1)].replace("\"\"", "\"")
+                    let inner = s.get(1..).unwrap_or_default();
+                    let inner = inner.strip_suffix(['"', '`', ']']).unwrap_or(inner);
+                    inner.replace("\"\"", "\"")
                 }
                 _ => return None,
             };
