@@ -20,7 +20,7 @@ use txlint::parse::split::split;
 use txlint::source::Dialect;
 
 mod common;
-use common::{exponent, run_txlint};
+use common::{exponent, memory_floor, run_txlint};
 
 const COPIES: [usize; 4] = [1, 2, 4, 8];
 
@@ -70,11 +70,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&scratch);
     // txlint runs first: a child's peak memory counts what it inherited from this process at
     // the fork, so the floors (which allocate) are measured after.
-    // The memory floor: the process on a one-statement file (its code, stacks and buffers).
-    let tiny = scratch.join("floor");
-    let _ = std::fs::create_dir_all(&tiny);
-    let _ = std::fs::write(tiny.join("one.sql"), "SELECT 1;\n");
-    let (_, _, memory_floor, _) = run_txlint(&tiny);
+    let memory_floor = memory_floor(&scratch);
     let mut shapes = Vec::new();
     for shape in ["many files", "one file"] {
         let mut samples = Vec::new();

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 mod common;
-use common::{exponent, run_txlint};
+use common::{exponent, memory_floor, run_txlint};
 
 const SIZES: [usize; 3] = [1, 2, 4];
 
@@ -36,10 +36,7 @@ const SHAPES: [Shape; 7] = [
 fn main() {
     let scratch = std::env::temp_dir().join(format!("txlint-shapes-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
-    let tiny = scratch.join("floor");
-    let _ = std::fs::create_dir_all(&tiny);
-    let _ = std::fs::write(tiny.join("one.sql"), "SELECT 1;\n");
-    let (_, _, floor, _) = run_txlint(&tiny);
+    let floor = memory_floor(&scratch);
     println!(
         "memory floor: {:.1} MB (txlint on a one-statement file); `B/B` is the peak above it per byte of input",
         floor as f64 / 1e6

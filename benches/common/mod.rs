@@ -43,6 +43,19 @@ pub fn run_txlint(dir: &Path) -> (f64, f64, u64, String) {
     (seconds, cpu, usage.ru_maxrss as u64 * 1024, summary)
 }
 
+/// The memory floor: peak resident bytes of `txlint check` on a one-statement file (its code,
+/// stacks and buffers), written under `scratch`.
+#[allow(
+    dead_code,
+    reason = "each bench compiles this module; rust_tree has no floor"
+)]
+pub fn memory_floor(scratch: &Path) -> u64 {
+    let tiny = scratch.join("floor");
+    let _ = std::fs::create_dir_all(&tiny);
+    let _ = std::fs::write(tiny.join("one.sql"), "SELECT 1;\n");
+    run_txlint(&tiny).2
+}
+
 /// Least-squares slope of log(y) over log(x).
 pub fn exponent(points: &[(f64, f64)]) -> f64 {
     let n = points.len() as f64;

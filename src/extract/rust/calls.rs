@@ -1131,8 +1131,6 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    /// Send `sql` through `handle` by the call at `site`: one step per statement, in the
-    /// handle's session walker. The result is the data the statements return.
     /// The rows a call `name` fetched, noted as one or none where it fetches so.
     fn fetched(&mut self, name: &str, rows: Value) -> Value {
         if let Value::Data(f) = &rows
@@ -1143,6 +1141,8 @@ impl<'a> Walker<'a, '_> {
         rows
     }
 
+    /// Send `sql` through `handle` by the call at `site`: one step per statement, in the
+    /// handle's session walker. The result is the data the statements return.
     pub(super) fn emit(&mut self, sql: &Sql, handle: Handle, via: String, site: Span) -> Value {
         // Texts chosen at run time: one arm each.
         if !sql.alts.is_empty() {

@@ -139,7 +139,6 @@ fn scan(text: &str, cfg: &RustConfig, anywhere: bool) -> bool {
         }
     }
     let bytes = text.as_bytes();
-    let ident = |b: Option<&u8>| b.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
     // The text's regions, worked out only once a common word is met.
     let mut regions: Option<Vec<(usize, Region)>> = None;
     automaton().find_overlapping_iter(bytes).any(|m| {
@@ -147,8 +146,7 @@ fn scan(text: &str, cfg: &RustConfig, anywhere: bool) -> bool {
         if k >= SQL_WORDS.len() + HANDLE_WORDS.len() {
             return true;
         }
-        let before = m.start().checked_sub(1).and_then(|i| bytes.get(i));
-        if ident(before) || ident(bytes.get(m.end())) {
+        if word_before(bytes, m.start()) || bytes.get(m.end()).copied().is_some_and(is_ident) {
             return false;
         }
         if anywhere {
@@ -217,10 +215,16 @@ fn lex(bytes: &[u8]) -> Vec<(usize, Region)> {
     out
 }
 
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The byte before `i` continues an identifier.
 fn word_before(bytes: &[u8], i: usize) -> bool {
     i.checked_sub(1)
         .and_then(|j| bytes.get(j))
-        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        .copied()
+        .is_some_and(is_ident)
 }
 
 /// A string literal starting at `i` is documentation when it is given to `doc =`.
