@@ -49,6 +49,10 @@ pub struct Facts {
     /// that loops over the list and looks each key up visits, and locks, the rows in the
     /// list's order (`= ANY($1)` does not: its index scan sorts the array).
     pub joins_key_list: bool,
+    /// Reads rows from a list of keys (`FROM unnest($1) AS k`, `JOIN unnest(..)`, at any
+    /// depth) and sorts nothing (no `ORDER BY` anywhere): its rows come in the list's order,
+    /// or in the order a join's plan gives, never in key order.
+    pub rows_from_list: bool,
     /// `INSERT ... ON CONFLICT ... DO UPDATE` (MySQL `ON DUPLICATE KEY UPDATE`): locks the
     /// conflicting rows.
     pub upsert: bool,

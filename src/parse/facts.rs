@@ -586,7 +586,7 @@ impl Reader<'_> {
     fn shape(&self, c: &Cursor, f: &mut Facts) {
         // Whether the query open at each parenthesis depth has an `ORDER BY` so far.
         let mut ordered = vec![false];
-        let mut locks = 0;
+        let (mut locks, mut sorts, mut lists) = (0, false, false);
         for i in 0..c.t.len() {
             if c.punct(i, "(") {
                 ordered.push(false);
@@ -597,6 +597,7 @@ impl Reader<'_> {
             if c.is(i, "order") && c.is(i + 1, "by") {
                 ordered[depth] = true;
                 f.ordered |= depth == 0;
+                sorts = true;
             }
             if let Some(l) = f.row_locks.get_mut(locks)
                 && self.span(c.t[i].start..c.t[i].end).start() == l.span.start()
@@ -624,10 +625,11 @@ impl Reader<'_> {
                 && !(c.is(i + 2, "select") || c.is(i + 2, "with") || c.is(i + 2, "values"))
             {
                 f.key_set = true;
-                f.joins_key_list |= c.is(i, "unnest")
-                    && depth == 0
+                let rows = c.is(i, "unnest")
                     && i > 0
                     && (c.is(i - 1, "from") || c.is(i - 1, "join") || c.punct(i - 1, ","));
+                f.joins_key_list |= rows && depth == 0;
+                lists |= rows;
             }
             if (c.is(i, "conflict")
                 && (i + 2..c.t.len()).any(|j| c.is(j, "do") && c.is(j + 1, "update")))
@@ -642,6 +644,7 @@ impl Reader<'_> {
                 f.on_conflict = true;
             }
         }
+        f.rows_from_list = lists && !sorts;
     }
 
     /// Tables written (after `UPDATE`, `INSERT INTO`, `DELETE FROM`, `MERGE INTO`) and read (in

@@ -3,6 +3,7 @@
 //! at a time; a session that must wait is known to wait (`until_blocked`), never assumed to.
 //! The rule pages cite these tests by name.
 
+mod advisory_set;
 mod pg;
 mod range_replace;
 mod replace_under_lock;
@@ -1049,6 +1050,7 @@ fn check_then_act_guard_for_share_sees_update() {
 fn rule_pages_cite_this_suite() {
     let suite = [
         include_str!("main.rs"),
+        include_str!("advisory_set.rs"),
         include_str!("range_replace.rs"),
         include_str!("replace_under_lock.rs"),
         include_str!("upsert_after_check.rs"),

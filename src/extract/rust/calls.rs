@@ -1102,8 +1102,19 @@ impl<'a> Walker<'a, '_> {
     pub(super) fn bound(&self, e: &syn::Expr) -> Bind {
         let local = value_text(&self.source_of(e));
         let base = local.split(['.', '[']).next().unwrap_or(&local);
-        // An element of a sorted collection, or the whole collection bound as an array.
-        let sorted_element = (local.contains('[') || local == base) && self.sorted.contains(base);
+        // An element of a sorted collection, or the whole collection bound as an array, as it
+        // is, cast (`&ids as &[Uuid]`) or through adapters that keep its order
+        // (`ids.iter().copied().collect()`).
+        let uncast = match e {
+            syn::Expr::Cast(c) => &c.expr,
+            _ => e,
+        };
+        let name = value_text(&self.source_of(uncast));
+        let sorted_element = ((name.contains('[') || !name.contains('.'))
+            && self
+                .sorted
+                .contains(name.split(['.', '[']).next().unwrap_or(&name)))
+            || self.sorted_value(uncast);
         let sources = self.ordered.get(base).cloned().unwrap_or_default();
         Bind {
             from: self.flow(e),

@@ -39,7 +39,8 @@ const READS: &[&str] = &[
     "to_string_lossy",
 ];
 
-/// Iterator and conversion steps that keep the order of what they visit.
+/// Iterator and conversion steps that keep the order of what they visit (`fold` and `unzip`
+/// build their collections in the order they visit the items).
 const KEEPS_ORDER: &[&str] = &[
     "as_slice",
     "cloned",
@@ -48,6 +49,7 @@ const KEEPS_ORDER: &[&str] = &[
     "dedup",
     "filter",
     "filter_map",
+    "fold",
     "into",
     "into_iter",
     "iter",
@@ -58,6 +60,7 @@ const KEEPS_ORDER: &[&str] = &[
     "take",
     "take_while",
     "to_vec",
+    "unzip",
 ];
 
 /// How a block uses its local names.

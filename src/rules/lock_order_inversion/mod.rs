@@ -2,6 +2,7 @@
 //! transaction that locks two rows of one table in argument order, and row sets locked in no
 //! particular order.
 
+mod advisory_set;
 mod upsert;
 
 use super::analysis_limit::analysis_limit_diagnostic;
@@ -54,6 +55,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
         for tx in unit.transactions.iter().filter(|t| t.guard().is_none()) {
             for (i, step) in tx.steps.iter().enumerate() {
                 upsert::unordered(cx, tx, &tx.steps[..i], step, out);
+                advisory_set::per_row(cx, &tx.steps[..i], step, out);
             }
         }
         unordered_loop(cx, unit, out);
