@@ -143,6 +143,9 @@ impl<'a> Walker<'a, '_> {
             }
             return Value::Sql(sql);
         }
+        if let Some(sent) = self.migrate_lock(&name, &receiver, m) {
+            return sent;
+        }
         match (name.as_str(), &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
             ("prepare" | "prepare_cached" | "prepare_typed", _) if arg_sql.is_some() => {

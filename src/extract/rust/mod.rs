@@ -13,6 +13,7 @@ mod depth;
 mod diesel;
 mod fallback;
 mod jobs;
+mod library;
 mod lit;
 mod macros;
 mod modules;
