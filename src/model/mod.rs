@@ -115,6 +115,10 @@ pub struct Unit {
     pub transactions: Vec<Transaction>,
     /// Early exits (`?`, `return`, `RAISE EXCEPTION`), in program order with the steps.
     pub exits: Vec<Exit>,
+    /// `return`s that leave only a helper walked in place, each with the `seq` at which that
+    /// walk of the helper ended: the helper's steps after it in program order do not follow
+    /// the steps of its arm, the caller's do.
+    pub helper_returns: Vec<(Exit, usize)>,
     /// The database sessions this unit's steps run on (see [`Step::session`]).
     pub sessions: Vec<Session>,
     /// Branch arms taken on a condition computed from query results.
@@ -171,6 +175,7 @@ impl Unit {
             span,
             transactions: Vec::new(),
             exits: Vec::new(),
+            helper_returns: Vec::new(),
             sessions: Vec::new(),
             conditions: Vec::new(),
             loops: Vec::new(),
@@ -233,12 +238,29 @@ impl Unit {
 
     /// `a` and a later `b` never both run in one execution: `a`'s branch arm leaves the unit
     /// after it (a `return` or `RAISE` in that same arm) and `b` is outside the arm.
+    /// Also when that arm is a helper's and `b` is the helper's too (a `return Ok(..)` in a
+    /// helper walked in place leaves the helper, not its caller).
     pub fn leaves_between(&self, a: &Step, b: &Step) -> bool {
+        let leaves = |e: &Exit| {
+            e.kind == ExitKind::Return
+                && e.seq > a.seq
+                && e.seq < b.seq
+                && e.branch[..] == a.branch[..]
+        };
         !a.branch.is_empty()
             && !b.branch.starts_with(&a.branch)
-            && self
-                .exits_between(a.seq, b.seq)
-                .any(|e| e.kind == ExitKind::Return && e.branch[..] == a.branch[..])
+            && (self.exits_between(a.seq, b.seq).any(leaves)
+                || self
+                    .helper_returns
+                    .iter()
+                    .any(|(e, until)| b.seq < *until && leaves(e)))
+    }
+
+    /// `a` and `b` never both run in one execution: alternative arms, or an arm that leaves
+    /// after the earlier of the two.
+    pub fn apart(&self, a: &Step, b: &Step) -> bool {
+        let (first, second) = if a.seq <= b.seq { (a, b) } else { (b, a) };
+        self.exclusive(&a.branch, &b.branch) || self.leaves_between(first, second)
     }
 
     /// The unit's own statements run once per database (a migration's script or `DO` block),

@@ -20,15 +20,15 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     search(cx, Report::Refusals, out);
 }
 
-/// The error of `step` leaves the code that sent it: Rust passes it on with `?`, a routine or
-/// `DO` block has no handler around it that catches a unique violation. A `.sql` script's
-/// errors go to whatever runs it, which is not known.
+/// The error of `step` leaves the code that sent it: Rust passes it on (with `?` or as the
+/// function's value), a routine or `DO` block has no handler around it that catches a unique
+/// violation. A `.sql` script's errors go to whatever runs it, which is not known.
 fn unhandled(unit: &Unit, step: &Step) -> Option<&'static str> {
     match unit.kind {
         UnitKind::RustFn => step
             .host()
             .propagated
-            .then_some("this code passes the error on with `?`"),
+            .then_some("this code passes the error on to its caller"),
         UnitKind::Routine | UnitKind::DoBlock => {
             (!unit.handlers.iter().any(|h| h.unique && h.covers(step.seq)))
                 .then_some("no `EXCEPTION` handler here catches it")

@@ -661,6 +661,36 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// The calls whose result `e` is when it is a function's value: [`Walker::tried_site`] of
+    /// `e`, or of the last expression of each arm when `e` is an `if` (an `else if` chain
+    /// included) or a `match`, a few arms deep.
+    pub(super) fn tail_sites(&self, e: &syn::Expr) -> Vec<Span> {
+        fn last(b: &syn::Block) -> Option<&syn::Expr> {
+            match b.stmts.last() {
+                Some(syn::Stmt::Expr(e, None)) => Some(e),
+                _ => None,
+            }
+        }
+        let mut sites = Vec::new();
+        let mut todo = vec![(e, 0)];
+        while let Some((e, depth)) = todo.pop() {
+            match e {
+                _ if depth > 8 => {}
+                syn::Expr::If(i) => {
+                    todo.extend(last(&i.then_branch).map(|e| (e, depth + 1)));
+                    if let Some((_, other)) = &i.else_branch {
+                        // An `else if` is one more arm of this choice, not a level deeper.
+                        todo.push((other, depth));
+                    }
+                }
+                syn::Expr::Match(m) => todo.extend(m.arms.iter().map(|a| (&*a.body, depth + 1))),
+                syn::Expr::Block(b) => todo.extend(last(&b.block).map(|e| (e, depth + 1))),
+                e => sites.extend(self.tried_site(e)),
+            }
+        }
+        sites
+    }
+
     /// `method(args)` of a chain, spanned independent of the chain before it.
     pub(super) fn method_site(&self, m: &syn::ExprMethodCall) -> Span {
         self.parsed()
@@ -1061,7 +1091,16 @@ impl<'a> Walker<'a, '_> {
         self.calls.push(at);
         self.frames += 1;
         self.params(f.sig, f.owner, receiver, Some(args));
+        let exits = self.exits.len();
         let value = self.body(f.block);
+        // Its own `return`s leave it here: the caller's steps follow them, its own do not.
+        let depth = self.frames;
+        let seq = self.seq;
+        let returns = self.exits[exits..]
+            .iter()
+            .filter(|(e, frame)| e.kind == ExitKind::Return && *frame == Some(depth))
+            .map(|(e, _)| (e.clone(), seq));
+        self.helper_returns.extend(returns);
         self.frames -= 1;
         self.calls.pop();
         self.passes_on = passed_on;
@@ -1081,11 +1120,24 @@ impl<'a> Walker<'a, '_> {
     pub(super) fn body(&mut self, block: &syn::Block) -> Value {
         self.returned.push(Vec::new());
         self.note_prefix_lists(block);
+        // The calls whose result is the function's value (`helper(conn).await` last, also as
+        // the last expression of an `if` or `match` arm there) pass their error on, as `?` does.
+        let sites = match block.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => self.tail_sites(e),
+            _ => Vec::new(),
+        };
+        let n = self.tried.len();
+        self.tried.extend(sites);
         let tail = self.block_value(block);
+        self.tried.truncate(n);
         let mut returned = self.returned.pop().unwrap_or_default();
         returned.push(tail);
         if let Some(h) = returned.iter().find(|v| matches!(v, Value::Handle(_))) {
             return h.clone();
+        }
+        // A struct of the run built here around a handle (`Ok(Self { transaction })`).
+        if let Some(o) = returned.iter().find(|v| matches!(v, Value::Object(_))) {
+            return o.clone();
         }
         // Text returned on every path (`fn q(shared: bool) -> String`): each text it may be.
         let texts = returned.iter().map(|v| match v {

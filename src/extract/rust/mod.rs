@@ -1717,6 +1717,10 @@ struct Walker<'a, 'w> {
     sessions: Vec<Session>,
     /// Sessions of `self.<field>` connections.
     field_sessions: HashMap<String, Handle>,
+    /// Handles a struct literal of the run put in a field (`Self { transaction }` in
+    /// `begin_write`), by struct and field: `self.transaction` in its methods is that handle.
+    /// `None` once two literals put different handles there.
+    built: HashMap<(std::rc::Rc<str>, String), Option<Handle>>,
     /// The text variables the last branch arm walked built on (see [`Walker::in_arm`]).
     arm_sql: Vec<(String, Sql)>,
     /// Handles (by session walker) reached through an exclusive lock's guard, with the lock.
@@ -1733,6 +1737,9 @@ struct Walker<'a, 'w> {
     /// function walked: a `return Ok(..)` in a helper, a `?` in a helper or an `async` block
     /// whose result the code around it handles, leave only those.
     exits: Vec<(Exit, Option<usize>)>,
+    /// `return`s that left only a helper walked in place, with the `seq` its walk ended at
+    /// (see [`crate::model::Unit::helper_returns`]).
+    helper_returns: Vec<(Exit, usize)>,
     /// How many helper bodies and `async` blocks the walk is inside.
     frames: usize,
     /// The `async` block about to be walked is awaited with `?` (`async { .. }.await?`).
@@ -1749,7 +1756,8 @@ struct Walker<'a, 'w> {
     ordered: HashMap<String, Vec<String>>,
     /// Call sites of the helpers being walked in place, outermost first.
     calls: Vec<Span>,
-    /// Calls whose error the enclosing expression passes on with `?`, innermost last.
+    /// Calls whose error the enclosing expression passes on: with `?`, or as the value of the
+    /// function (its tail, a `return`), innermost last.
     tried: Vec<Span>,
     /// An error of the code being walked reaches the unit's caller: each helper call on the way
     /// was passed on with `?` (see [`Host::propagated`]).

@@ -22,6 +22,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             ],
             sessions: Vec::new(),
             field_sessions: HashMap::new(),
+            built: HashMap::new(),
             arm_sql: Vec::new(),
             guarded: HashMap::new(),
             returned: Vec::new(),
@@ -31,6 +32,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             branch: Vec::new(),
             next_branch: 0,
             exits: Vec::new(),
+            helper_returns: Vec::new(),
             frames: 0,
             async_tried: false,
             conditions: Vec::new(),
@@ -105,6 +107,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             .into_iter()
             .filter_map(|(e, frame)| frame.is_none().then_some(e))
             .collect();
+        unit.helper_returns = self.helper_returns;
         unit.conditions = self.conditions;
         unit.loops = self.loops;
         unit.sessions = self.sessions;
@@ -293,8 +296,14 @@ impl<'a, 'w> Walker<'a, 'w> {
                 _ => self.stmt(stmt),
             }
         }
-        // Transactions opened in this block and still open are rolled back when dropped here.
+        // Transactions opened in this block and still open are rolled back when dropped here,
+        // unless the block gives them away: its value or a `return` is the handle, or a struct
+        // of the run built around it (`Ok(Self { transaction })`).
+        let kept = self.kept_walkers(&tail);
         for w in self.open_transactions().difference(&before) {
+            if kept.contains(w) {
+                continue;
+            }
             let declared_here = self
                 .vars
                 .values()
@@ -322,6 +331,28 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
         }
         tail
+    }
+
+    /// The session walkers of the handles `tail` and the function's `return`s so far give
+    /// away, directly or in a struct of the run built around them.
+    fn kept_walkers(&self, tail: &Value) -> HashSet<usize> {
+        let mut kept = HashSet::new();
+        let returned = self.returned.last().into_iter().flatten();
+        for v in std::iter::once(tail).chain(returned) {
+            match v {
+                Value::Handle(h) => {
+                    kept.insert(h.walker);
+                }
+                Value::Object(o) => kept.extend(
+                    self.built
+                        .iter()
+                        .filter(|((owner, _), _)| owner == o)
+                        .filter_map(|(_, h)| h.map(|h| h.walker)),
+                ),
+                _ => {}
+            }
+        }
+        kept
     }
 
     pub(super) fn open_transactions(&self) -> HashSet<usize> {
@@ -856,7 +887,12 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             E::Return(r) => {
                 if let Some(x) = &r.expr {
+                    // `return helper(conn).await`: its error is passed on, as with `?`.
+                    let sites = self.tail_sites(x);
+                    let n = self.tried.len();
+                    self.tried.extend(sites);
                     let v = self.expr(x);
+                    self.tried.truncate(n);
                     let v = self.or_data(v, x);
                     if let Some(frame) = self.returned.last_mut() {
                         frame.push(v);
@@ -1070,16 +1106,30 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Struct(s) if let Some(v) = self.seaorm_active_model(s) => v,
             E::Struct(s) => {
                 // `Counter { id, n }`: data if a field is.
+                let owner = self.struct_name(&s.path);
+                let mut holds = false;
                 let fields: Vec<Value> = s
                     .fields
                     .iter()
                     .map(|f| {
                         self.moved_on(&f.expr, true);
                         let v = self.expr(&f.expr);
+                        if let (Some(owner), syn::Member::Named(name), Value::Handle(h)) =
+                            (&owner, &f.member, &v)
+                        {
+                            self.built_field(owner.clone(), name.to_string(), *h);
+                            holds = true;
+                        }
                         self.or_data(v, &f.expr)
                     })
                     .collect();
-                data_of(&fields)
+                // A struct of the run that holds the handle: its methods reach it through `self`.
+                match owner {
+                    Some(o) if holds && self.ix.handle_structs.contains_key(&*o) => {
+                        Value::Object(o)
+                    }
+                    _ => data_of(&fields),
+                }
             }
             E::Index(i) => {
                 self.expr(&i.expr);
@@ -1268,6 +1318,34 @@ impl<'a, 'w> Walker<'a, 'w> {
         }))
     }
 
+    /// The struct a literal builds (`PgTx { .. }`, `Self { .. }` in a method of `PgTx`).
+    fn struct_name(&self, path: &syn::Path) -> Option<std::rc::Rc<str>> {
+        let last = path.segments.last()?.ident.to_string();
+        match last.as_str() {
+            "Self" => self
+                .stack
+                .last()
+                .and_then(|&i| self.ix.fns[i].owner)
+                .and_then(types::type_name)
+                .map(Into::into),
+            _ => Some(last.into()),
+        }
+    }
+
+    /// A literal of `owner` puts `h` in `field`; a different handle there before makes the
+    /// field no one handle.
+    fn built_field(&mut self, owner: std::rc::Rc<str>, field: String, h: Handle) {
+        let same = |a: &Handle| a.walker == h.walker && a.session == h.session;
+        self.built
+            .entry((owner, field))
+            .and_modify(|was| {
+                if !was.as_ref().is_some_and(same) {
+                    *was = None;
+                }
+            })
+            .or_insert(Some(h));
+    }
+
     /// `self.pool`, `state.db`: a handle by the field's declared type, or its name.
     pub(super) fn field(&mut self, f: &syn::ExprField) -> Value {
         let base = self.expr(&f.base);
@@ -1284,17 +1362,22 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     fn field_of(&mut self, f: &syn::ExprField, name: &syn::Ident) -> Value {
         let name = name.to_string();
+        let of_self = matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident("self"));
+        let owner = self.stack.last().and_then(|&i| self.ix.fns[i].owner);
+        // `self.transaction` in a method of a struct whose literal this walk built with a handle.
+        if of_self
+            && let Some(o) = owner.and_then(types::type_name)
+            && let Some(Some(h)) = self.built.get(&(o.into(), name.clone()))
+        {
+            return Value::Handle(*h);
+        }
         if let Some(h) = self.field_sessions.get(&name) {
             return Value::Handle(*h);
         }
         // `self.inner` in a method: the field its own struct declares, when the run has it.
-        let own = match &*f.base {
-            syn::Expr::Path(p) if p.path.is_ident("self") => self
-                .stack
-                .last()
-                .and_then(|&i| self.ix.fns[i].owner)
-                .and_then(|o| self.ix.field_type(o, &name, self.file)),
-            _ => None,
+        let own = match of_self {
+            true => owner.and_then(|o| self.ix.field_type(o, &name, self.file)),
+            false => None,
         };
         let (kind, dialect, shares) = match (own, self.ix.fields.get(&name)) {
             (Some((at, ty)), _) => {

@@ -3,15 +3,17 @@
 //! particular order.
 
 mod advisory_set;
+mod keys;
 mod upsert;
 
 use super::analysis_limit::analysis_limit_diagnostic;
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{self, from_held_rows, is_var, value_key};
+use crate::model::flow::{self, from_held_rows, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
 use crate::source::Span;
+use keys::{KeyPart, names_the_written_row, read_from, row_key};
 
 pub const RULE: Rule = Rule {
     name: "lock-order-inversion",
@@ -443,7 +445,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
         for (i, a) in acqs[..j].iter().enumerate() {
             if a.resource != b.resource
                 || std::ptr::eq(a.step, b.step)
-                || t.unit.exclusive(&a.step.branch, &b.step.branch)
+                || t.unit.apart(a.step, b.step)
             {
                 continue;
             }
@@ -469,6 +471,9 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
                     .all(|&i| a_key[i].ordered && b_key[i].ordered)
                 || differing.iter().any(|&i| a_key[i].fresh || b_key[i].fresh)
             {
+                continue;
+            }
+            if names_the_written_row(a.step, a_key, b_key, &differing) {
                 continue;
             }
             // One key read from the other's row (an answer's id read from its question): a
@@ -590,158 +595,6 @@ fn constant_key(key: &str) -> bool {
         }
     }
     true
-}
-
-/// Every input of `step`'s row key was read from the row `other` names: a host value computed
-/// from a statement keyed by `other` (`SELECT reply_id .. WHERE id = $1`), or a PL/pgSQL
-/// variable such a statement assigned.
-fn read_from(tx: &Transaction, step: &Step, other: &[KeyPart]) -> bool {
-    let keyed_by_other = |s: &Step| {
-        row_key(tx, s).is_some_and(|k| {
-            k.iter().any(|p| {
-                other
-                    .iter()
-                    .any(|o| o.column == p.column && o.value == p.value)
-            })
-        })
-    };
-    let by_seq = |seq: usize| tx.steps.iter().find(|s| s.seq == seq);
-    let mut inputs = 0;
-    let all = step.facts.filters.iter().all(|p| {
-        if let Some(&n) = p.value.params.first() {
-            inputs += 1;
-            let Some(i) = step.host().inputs.iter().find(|i| i.param == n) else {
-                return false;
-            };
-            !i.from.is_empty()
-                && i.from
-                    .iter()
-                    .all(|&q| by_seq(q).is_some_and(keyed_by_other))
-        } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
-            inputs += 1;
-            assigned_before(tx, step, &p.value.idents[0]).is_some_and(keyed_by_other)
-        } else {
-            true
-        }
-    });
-    all && inputs > 0
-}
-
-/// The last statement before `step` that assigns the PL/pgSQL variable `var`.
-fn assigned_before<'t>(tx: &'t Transaction, step: &Step, var: &Name) -> Option<&'t Step> {
-    tx.steps
-        .iter()
-        .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var))
-}
-
-/// A PL/pgSQL variable whose value this run made (`revision uuid := uuidv7()`, also through
-/// another variable: `db text := revision`): no concurrent run can hold that key, so none
-/// locks it in another order.
-fn fresh_var(tx: &Transaction, step: &Step, var: &Name, depth: usize) -> bool {
-    let Some(s) = assigned_before(tx, step, var) else {
-        return false;
-    };
-    let f = &s.facts;
-    f.fresh
-        || (depth < 4
-            && f.reads.is_empty()
-            && matches!(f.extra().uses.as_slice(), [v] if v != var && fresh_var(tx, s, v, depth + 1)))
-}
-
-/// One column of the key a statement locks its row by.
-struct KeyPart {
-    column: String,
-    /// The value, comparable across statements.
-    value: String,
-    /// As messages show it.
-    shown: String,
-    /// Put in key order with the other keys before (`LEAST`/`GREATEST`, `min`/`max`).
-    ordered: bool,
-    /// For an ordered part, the values it was put in order from, comparable with `value`.
-    sources: Vec<String>,
-    /// A value this run made itself (see [`fresh_var`]): no other run passes it.
-    fresh: bool,
-}
-
-/// The whole key a statement locks its row by (`tenant_id = $1 AND id = $2` is one row), when
-/// at least one part is an input (a parameter or a variable); parts sorted by column.
-fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
-    let mut parts = Vec::new();
-    let mut input = false;
-    for p in &step.facts.filters {
-        let text = p.value.text.to_ascii_lowercase();
-        let orders = text.contains("least(") || text.contains("greatest(");
-        let part = if let Some(&n) = p.value.params.first() {
-            let bound = step.host().inputs.iter().find(|i| i.param == n);
-            input = true;
-            KeyPart {
-                column: p.column.to_string(),
-                value: bound.map_or_else(
-                    || format!("${n}"),
-                    |i| {
-                        read_row_key(tx, i, &p.column).unwrap_or_else(|| format!("host:{}", i.text))
-                    },
-                ),
-                shown: bound.map_or_else(|| format!("${n}"), Input::shown),
-                ordered: orders || bound.is_some_and(|i| i.ordered),
-                sources: bound
-                    .map(|i| i.sources.iter().map(|s| format!("host:{s}")).collect())
-                    .unwrap_or_default(),
-                fresh: false,
-            }
-        } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
-            let var = &p.value.idents[0];
-            input = true;
-            // A PL/pgSQL variable assigned from `LEAST(..)`/`GREATEST(..)` is in key order.
-            let assigned = assigned_before(tx, step, var);
-            let ordered = orders || assigned.is_some_and(|s| s.facts.orders);
-            KeyPart {
-                column: p.column.to_string(),
-                value: var.to_string(),
-                shown: var.to_string(),
-                ordered,
-                sources: match assigned {
-                    Some(s) if ordered => {
-                        s.facts.extra().uses.iter().map(|u| u.to_string()).collect()
-                    }
-                    _ => Vec::new(),
-                },
-                fresh: fresh_var(tx, step, var, 0),
-            }
-        } else {
-            KeyPart {
-                column: p.column.to_string(),
-                value: value_key(&p.value, step),
-                shown: p.value.text.to_string(),
-                ordered: orders,
-                sources: Vec::new(),
-                fresh: p.value.idents.is_empty() && step.facts.fresh,
-            }
-        };
-        parts.push(part);
-    }
-    parts.sort_by(|a, b| a.column.cmp(&b.column));
-    input.then_some(parts)
-}
-
-/// A key bound to a field of a value built from an earlier read of this transaction (`c.id`,
-/// where `c` came from the read that selected by `id = $1`): that read's key, so both name the
-/// same row.
-fn read_row_key(tx: &Transaction, input: &Input, column: &str) -> Option<String> {
-    if !input.is_field(column) {
-        return None;
-    }
-    tx.steps
-        .iter()
-        .filter(|s| input.from.contains(&s.seq))
-        .find_map(|s| {
-            s.facts
-                .filters
-                .iter()
-                .find(|q| q.column == column)
-                .map(|q| (s, q))
-        })
-        .map(|(s, q)| value_key(&q.value, s))
 }
 
 #[cfg(test)]
