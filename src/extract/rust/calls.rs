@@ -333,17 +333,8 @@ impl<'a> Walker<'a, '_> {
     /// Text the code adds (a parameter, a hole), placed at the call that adds it.
     fn piece(&self, text: String, at: usize) -> Sql {
         Sql {
-            file: self.parsed().id,
-            text,
-            map: OffsetMap::shifted(at),
-            batch: false,
-            prepared: false,
-            binds: Vec::new(),
-            dialect: None,
             template: true,
-            rows: None,
-            alts: Vec::new(),
-            chosen: false,
+            ..Sql::new(self.parsed().id, text, OffsetMap::shifted(at))
         }
     }
 
@@ -949,19 +940,7 @@ impl<'a> Walker<'a, '_> {
             return Value::None;
         };
         self.front.out.embedded.insert(id);
-        Value::Sql(Sql {
-            file: id,
-            text,
-            map: OffsetMap::shifted(0),
-            batch: false,
-            prepared: false,
-            binds: Vec::new(),
-            dialect: None,
-            template: false,
-            rows: None,
-            alts: Vec::new(),
-            chosen: false,
-        })
+        Value::Sql(Sql::new(id, text, OffsetMap::shifted(0)))
     }
 
     /// Whether a collection is visited in sorted order: it was sorted first or is sorted on

@@ -496,17 +496,9 @@ impl Walker<'_, '_> {
         let (text, map, binds) = q.write(at);
         self.front.out.generated.push((at, text.clone()));
         let sql = Sql {
-            file: self.parsed().id,
-            text,
-            map,
-            batch: false,
             prepared: true,
             binds,
-            dialect: None,
-            template: false,
-            rows: None,
-            alts: Vec::new(),
-            chosen: false,
+            ..Sql::new(self.parsed().id, text, map)
         };
         let site = self.method_site(m);
         self.emit(&sql, handle, via, site)

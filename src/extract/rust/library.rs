@@ -48,17 +48,8 @@ impl Walker<'_, '_> {
         }
         map.push(text.len(), at.end());
         let sql = Sql {
-            file: self.parsed().id,
-            text,
-            map,
-            batch: false,
             prepared: true,
-            binds: Vec::new(),
-            dialect: None,
-            template: false,
-            rows: None,
-            alts: Vec::new(),
-            chosen: false,
+            ..Sql::new(self.parsed().id, text, map)
         };
         let via = self.source_of(&m.receiver);
         Some(self.emit(&sql, *h, via, at))

@@ -1592,6 +1592,24 @@ fn value_text(source: &str) -> String {
 type Flow = std::collections::BTreeSet<usize>;
 
 impl Sql {
+    /// Text at the places `map` gives, sent as it is: not yet a prepared statement, nothing
+    /// bound, no template.
+    fn new(file: FileId, text: String, map: OffsetMap) -> Sql {
+        Sql {
+            file,
+            text,
+            map,
+            batch: false,
+            prepared: false,
+            binds: Vec::new(),
+            dialect: None,
+            template: false,
+            rows: None,
+            alts: Vec::new(),
+            chosen: false,
+        }
+    }
+
     /// One text at one place is read once. A template's head can be completed differently at
     /// different calls (`format!(HEAD, table)`, a `QueryBuilder` pushed to), so what it
     /// became is part of its key.

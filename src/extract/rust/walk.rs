@@ -1158,19 +1158,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             return Value::None;
         };
         match lit::decode(text, r.start + p.shift) {
-            Some((text, map)) => Value::Sql(Sql {
-                file: p.id,
-                text,
-                map,
-                batch: false,
-                prepared: false,
-                binds: Vec::new(),
-                dialect: None,
-                template: false,
-                rows: None,
-                alts: Vec::new(),
-                chosen: false,
-            }),
+            Some((text, map)) => Value::Sql(Sql::new(p.id, text, map)),
             None => Value::None,
         }
     }
