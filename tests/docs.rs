@@ -57,50 +57,66 @@ fn blocks(doc: &str) -> Vec<Block> {
     out
 }
 
-#[test]
-fn rule_doc_examples() {
-    let mut failures = Vec::new();
-    let mut ran = 0;
+/// One test per example, named by its rule page and line (`cargo test lost-update` runs that
+/// rule's), and one that every rule over the model has both kinds of example.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let mut trials = Vec::new();
     for rule in ALL {
         for b in blocks(rule.doc) {
-            ran += 1;
-            let config = Config::parse(&b.config).expect("example config");
-            let name = if b.lang == "rust" {
-                "example.rs"
-            } else {
-                "example.sql"
-            };
-            let run = txlint::check_source(name, &b.code, &config);
-            let got: Vec<_> = run
-                .diagnostics
-                .iter()
-                .map(|d| (d.rule, d.message.clone()))
-                .collect();
-            let ok = if b.expect {
-                got.len() == 1 && got[0].0 == rule.name
-            } else {
-                got.is_empty()
-            };
-            if !ok {
-                failures.push(format!(
-                    "rules/{}.md:{}: expected {}, got {:#?}",
-                    rule.name,
-                    b.line,
-                    if b.expect {
-                        "exactly one diagnostic of this rule"
-                    } else {
-                        "no diagnostic"
-                    },
-                    got
-                ));
-            }
+            let name = format!("{}.md:{}", rule.name, b.line);
+            trials.push(libtest_mimic::Trial::test(name, move || {
+                example(rule, &b).map_err(Into::into)
+            }));
         }
     }
-    assert!(ran > 10, "only {ran} examples found");
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(trials.len() > 10, "only {} examples found", trials.len());
+    trials.push(libtest_mimic::Trial::test(
+        "every_rule_over_the_model_has_both_kinds_of_example",
+        || {
+            every_rule_over_the_model_has_both_kinds_of_example();
+            Ok(())
+        },
+    ));
+    libtest_mimic::run(&args, trials).exit();
 }
 
-#[test]
+/// An `expect_diagnostic` block gives exactly one diagnostic, of its page's rule; any other
+/// block gives none.
+fn example(rule: &txlint::rules::Rule, b: &Block) -> Result<(), String> {
+    let config = Config::parse(&b.config).map_err(|e| format!("example config: {e:?}"))?;
+    let name = if b.lang == "rust" {
+        "example.rs"
+    } else {
+        "example.sql"
+    };
+    let run = txlint::check_source(name, &b.code, &config);
+    let got: Vec<_> = run
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.message.clone()))
+        .collect();
+    let ok = if b.expect {
+        got.len() == 1 && got[0].0 == rule.name
+    } else {
+        got.is_empty()
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "rules/{}.md:{}: expected {}, got {:#?}",
+            rule.name,
+            b.line,
+            if b.expect {
+                "exactly one diagnostic of this rule"
+            } else {
+                "no diagnostic"
+            },
+            got
+        )),
+    }
+}
+
 fn every_rule_over_the_model_has_both_kinds_of_example() {
     for rule in ALL.iter().filter(|r| r.check.is_some()) {
         let b = blocks(rule.doc);

@@ -171,36 +171,53 @@ fn check(paths: &[PathBuf], snap: &Path) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn fixtures() {
+/// One test per case, named by its rule and file (`cargo test --test fixtures lost-update`),
+/// and one that no snapshot is left without its fixture.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
     let cases = cases();
     assert!(cases.len() >= 8, "only {} fixtures", cases.len());
-    let errors: Vec<String> = cases
-        .iter()
-        .filter_map(|(files, snap)| check(files, snap).err())
+    let mut trials: Vec<libtest_mimic::Trial> = cases
+        .into_iter()
+        .map(|(files, snap)| {
+            let name = snap
+                .with_extension("")
+                .strip_prefix("fixtures")
+                .unwrap_or(&snap)
+                .to_string_lossy()
+                .trim_start_matches('/')
+                .replace('\\', "/");
+            libtest_mimic::Trial::test(name, move || check(&files, &snap).map_err(Into::into))
+        })
         .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n\n"));
+    trials.push(libtest_mimic::Trial::test("no_stale_snapshots", || {
+        no_stale_snapshots().map_err(Into::into)
+    }));
+    trials.push(libtest_mimic::Trial::test(
+        "every_finding_has_a_witness_or_a_reason",
+        || {
+            every_finding_has_a_witness_or_a_reason();
+            Ok(())
+        },
+    ));
+    libtest_mimic::run(&args, trials).exit();
 }
 
-#[test]
-fn no_stale_snapshots() {
-    for dir in std::fs::read_dir("fixtures").unwrap() {
-        for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
-            let f = f.unwrap().path();
-            if f.extension().is_some_and(|e| e == "snap") {
-                assert!(
-                    f.with_extension("").exists(),
-                    "{} has no fixture",
-                    f.display()
-                );
+fn no_stale_snapshots() -> Result<(), String> {
+    for dir in std::fs::read_dir("fixtures").map_err(|e| e.to_string())? {
+        let dir = dir.map_err(|e| e.to_string())?.path();
+        for f in std::fs::read_dir(&dir).map_err(|e| e.to_string())? {
+            let f = f.map_err(|e| e.to_string())?.path();
+            if f.extension().is_some_and(|e| e == "snap") && !f.with_extension("").exists() {
+                return Err(format!("{} has no fixture", f.display()));
             }
         }
     }
+    Ok(())
 }
 
 /// Every finding of every fixture gets a witness or says what is missing, without a panic;
 /// each witness has steps on two sessions and what to look for (`tests/truth` runs them).
-#[test]
 fn every_finding_has_a_witness_or_a_reason() {
     let (mut written, mut missing) = (0, 0);
     for (paths, _) in cases() {
