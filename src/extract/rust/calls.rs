@@ -652,6 +652,19 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// Walk `f` with the calls at `sites` passing their error on (see [`Walker::tried`]).
+    pub(super) fn passing_on<R>(
+        &mut self,
+        sites: impl IntoIterator<Item = Span>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let n = self.tried.len();
+        self.tried.extend(sites);
+        let r = f(self);
+        self.tried.truncate(n);
+        r
+    }
+
     /// The calls whose result `e` is when it is a function's value: [`Walker::tried_site`] of
     /// `e`, or of the last expression of each arm when `e` is an `if` (an `else if` chain
     /// included) or a `match`, a few arms deep.
@@ -1105,10 +1118,7 @@ impl<'a> Walker<'a, '_> {
             Some(syn::Stmt::Expr(e, None)) => self.tail_sites(e),
             _ => Vec::new(),
         };
-        let n = self.tried.len();
-        self.tried.extend(sites);
-        let tail = self.block_value(block);
-        self.tried.truncate(n);
+        let tail = self.passing_on(sites, |w| w.block_value(block));
         let mut returned = self.returned.pop().unwrap_or_default();
         returned.push(tail);
         if let Some(h) = returned.iter().find(|v| matches!(v, Value::Handle(_))) {

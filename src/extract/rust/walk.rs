@@ -299,11 +299,16 @@ impl<'a, 'w> Walker<'a, 'w> {
         // Transactions opened in this block and still open are rolled back when dropped here,
         // unless the block gives them away: its value or a `return` is the handle, or a struct
         // of the run built around it (`Ok(Self { transaction })`).
-        let kept = self.kept_walkers(&tail);
-        for w in self.open_transactions().difference(&before) {
-            if kept.contains(w) {
-                continue;
-            }
+        let opened: Vec<usize> = self
+            .open_transactions()
+            .difference(&before)
+            .copied()
+            .collect();
+        let kept = match opened.is_empty() {
+            true => HashSet::new(),
+            false => self.kept_walkers(&tail),
+        };
+        for w in opened.iter().filter(|w| !kept.contains(w)) {
             let declared_here = self
                 .vars
                 .values()
@@ -862,11 +867,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.async_tried =
                     matches!(&*t.expr, E::Await(a) if matches!(&*a.base, E::Async(_)));
                 let site = self.tried_site(&t.expr);
-                self.tried.extend(site);
-                let v = self.expr(&t.expr);
-                if site.is_some() {
-                    self.tried.pop();
-                }
+                let v = self.passing_on(site, |w| w.expr(&t.expr));
                 let owner = self.last_step.filter(|&s| s > before);
                 // `row.ok_or(NotFound)?` leaves on the value; any other `?` when a call failed.
                 let kind = match &*t.expr {
@@ -889,10 +890,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 if let Some(x) = &r.expr {
                     // `return helper(conn).await`: its error is passed on, as with `?`.
                     let sites = self.tail_sites(x);
-                    let n = self.tried.len();
-                    self.tried.extend(sites);
-                    let v = self.expr(x);
-                    self.tried.truncate(n);
+                    let v = self.passing_on(sites, |w| w.expr(x));
                     let v = self.or_data(v, x);
                     if let Some(frame) = self.returned.last_mut() {
                         frame.push(v);
@@ -1478,7 +1476,6 @@ fn backend_variant(pat: &syn::Pat) -> Option<Dialect> {
     }
 }
 
-/// The pattern is `Name(..)` (`Err(e)`, `Ok(_)`, `Some(row)`), possibly qualified.
 /// What a branch arm is taken on, of the steps its condition is computed from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum On {
@@ -1538,6 +1535,7 @@ fn presence_test(cond: &syn::Expr) -> bool {
     }
 }
 
+/// The pattern is `Name(..)` (`Err(e)`, `Ok(_)`, `Some(row)`), possibly qualified.
 pub(super) fn pattern_is(pat: &syn::Pat, name: &str) -> bool {
     match pat {
         syn::Pat::TupleStruct(t) => t.path.segments.last().is_some_and(|s| s.ident == name),
