@@ -720,9 +720,21 @@ pub struct Input {
     /// For an ordered value, the values it was put in order from (`a` and `b` for
     /// `a.min(b)`), normalised like [`Input::text`].
     pub sources: Vec<String>,
+    /// The steps of [`Input::from`] whose rows reach the value only through these named
+    /// fields (`usage.start`, `row.get("start")`): it carries none of their other columns.
+    pub through: Vec<(usize, Vec<String>)>,
 }
 
 impl Input {
+    /// The named fields through which the value carries `seq`'s rows; `None` when it may
+    /// carry any of them.
+    pub fn fields_of(&self, seq: usize) -> Option<&[String]> {
+        self.through
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map(|(_, f)| f.as_slice())
+    }
+
     /// The value is a field named `column` of another value (`c.id` for `id`): with `from`, the
     /// key of the row that value was read from.
     pub fn is_field(&self, column: &str) -> bool {

@@ -242,10 +242,12 @@ fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
     // The column written back was read: a value computed only from other columns (a file
     // found by the row's name, then its line counts stored) overwrites nothing it saw.
     let read = r.facts.columns.iter().any(|c| *c == set.column || c == "*");
+    let ws = flow.steps[w].step;
     if flow.flows_from(o, r, w) {
-        return (read || !r.facts.parsed).then_some(true);
+        return (!other_columns(o, r, ws, &set.column) && (read || !r.facts.parsed))
+            .then_some(true);
     }
-    let w = flow.steps[w].step;
+    let w = ws;
     // Variables and bound host values are followed; only a parameter whose value txlint never
     // saw (a `$1` in a script, an unrecognised binding) falls back to the column overlap.
     let unseen = o
@@ -253,6 +255,31 @@ fn evidence(flow: &Flow, set: &SetItem, r: &Step, w: usize) -> Option<bool> {
         .iter()
         .any(|p| !w.host().inputs.iter().any(|i| i.param == *p));
     (read && unseen).then_some(false)
+}
+
+/// The value carries the read only through other columns of its row (`SET total = $1` with
+/// `total = usage.cost * secs`): it writes back nothing of `column` that it saw. A field the
+/// read does not name as a column (an alias, a renamed struct field) proves nothing.
+fn other_columns(o: &Operand, r: &Step, w: &Step, column: &str) -> bool {
+    let is_column = |f: &String| {
+        r.facts
+            .columns
+            .iter()
+            .any(|c| c == "*" || c.eq_ignore_ascii_case(f))
+    };
+    let mut inputs = w
+        .host()
+        .inputs
+        .iter()
+        .filter(|i| o.params.contains(&i.param) && i.from.contains(&r.seq))
+        .peekable();
+    inputs.peek().is_some()
+        && inputs.all(|i| {
+            i.fields_of(r.seq).is_some_and(|f| {
+                f.iter().all(is_column) && !f.iter().any(|f| f.eq_ignore_ascii_case(column))
+            })
+        })
+        && !o.idents.iter().any(|i| is_var(i, w))
 }
 
 /// The `UPDATE` checks a value it read (or a version) besides the row key: compare-and-swap.

@@ -240,7 +240,11 @@ impl<'a> Walker<'a, '_> {
                     let text = format!("{}.{name}()", self.text_of(&m.receiver));
                     return self.declared_handle(r, text, at);
                 }
-                // `row.get("balance")`, `rows.first().map(|r| ..)`: data stays data.
+                // `row.get("balance")`: that column of the rows.
+                if let (Value::Data(f), Some(column)) = (&receiver, dataflow::row_column(m)) {
+                    return Value::Data(f.clone().field(&column));
+                }
+                // `rows.first().map(|r| ..)`: data stays data.
                 data_of(std::iter::once(&receiver).chain(&args).chain([&returned]))
             }
         }
@@ -790,9 +794,22 @@ impl<'a> Walker<'a, '_> {
                     Some(Value::Sql(s)) if looks_like_sql(&s.text) => {
                         Value::Sql(self.fill_format(s, &args.iter().skip(1).collect::<Vec<_>>()))
                     }
-                    // ... `format!("{}{}", row.name, suffix)` builds data.
-                    _ => {
-                        let flow: Flow = args.iter().skip(1).flat_map(|a| self.flow(a)).collect();
+                    // ... `format!("{}{}", row.name, suffix)` and `format!("{name}")` build
+                    // data.
+                    first => {
+                        let mut flow = Flow::new();
+                        for a in args.iter().skip(1) {
+                            flow.extend(self.flow(a));
+                        }
+                        if let Some(Value::Sql(s)) = first {
+                            for (_, name) in placeholders(&s.text) {
+                                if let Ok(name) = name
+                                    && let Some(Value::Data(f)) = self.vars.get(&name)
+                                {
+                                    flow.extend(f.clone());
+                                }
+                            }
+                        }
                         if flow.is_empty() {
                             Value::None
                         } else {
@@ -1191,7 +1208,7 @@ impl<'a> Walker<'a, '_> {
         if let Value::Data(f) = &rows
             && OPTIONAL.contains(&name)
         {
-            self.optional.extend(f.iter().copied());
+            self.optional.extend(f.iter());
         }
         rows
     }
@@ -1251,7 +1268,14 @@ impl<'a> Walker<'a, '_> {
                 .enumerate()
                 .map(|(i, b)| Input {
                     param: i + 1,
-                    from: b.from.iter().copied().collect(),
+                    from: b.from.iter().collect(),
+                    through: b
+                        .from
+                        .iter()
+                        .filter_map(|s| {
+                            Some((s, b.from.fields(s)?.iter().map(|f| f.to_string()).collect()))
+                        })
+                        .collect(),
                     text: b.text.clone(),
                     ordered: b.ordered,
                     sources: b.sources.clone(),
@@ -1352,14 +1376,12 @@ pub(super) fn looks_like_sql(text: &str) -> bool {
 
 /// Data computed from any of `values` (the union of their flows), or nothing.
 pub(super) fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value {
-    let flow: Flow = values
-        .into_iter()
-        .filter_map(|v| match v {
-            Value::Data(f) => Some(f.iter().copied()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let mut flow = Flow::new();
+    for v in values {
+        if let Value::Data(f) = v {
+            flow.extend(f.clone());
+        }
+    }
     if flow.is_empty() {
         Value::None
     } else {
@@ -1370,7 +1392,7 @@ pub(super) fn data_of<'v>(values: impl IntoIterator<Item = &'v Value>) -> Value 
 /// The placeholders of a `format!` string: byte range, and what names the argument (`""` for
 /// the next positional one, a number, or a name). `{{` and `}}` come as ranges to replace with
 /// one brace (`Some('{')`).
-fn placeholders(s: &str) -> Vec<(std::ops::Range<usize>, Result<String, char>)> {
+pub(super) fn placeholders(s: &str) -> Vec<(std::ops::Range<usize>, Result<String, char>)> {
     let mut out = Vec::new();
     let b = s.as_bytes();
     let mut i = 0;

@@ -9,6 +9,7 @@
 //! its own.
 
 mod calls;
+mod dataflow;
 mod depth;
 mod diesel;
 mod fallback;
@@ -343,7 +344,7 @@ fn walk_all(
         w.params(f.sig, f.owner, None, None);
         let returns = match w.body(f.block) {
             Value::Handle(h) => Returns::Handle(h.kind),
-            Value::Data(flow) => Returns::Data(flow.into_iter().collect()),
+            Value::Data(flow) => Returns::Data(flow.iter().collect()),
             _ => Returns::Nothing,
         };
         let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
@@ -1588,8 +1589,7 @@ fn value_text(source: &str) -> String {
     }
 }
 
-/// The steps whose results a host value is computed from.
-type Flow = std::collections::BTreeSet<usize>;
+use dataflow::Flow;
 
 impl Sql {
     /// Text at the places `map` gives, sent as it is: not yet a prepared statement, nothing

@@ -1,0 +1,136 @@
+//! Which statements' results a host value is computed from, and through which fields of their
+//! rows: `let start = usage.start` carries the read of `usage` through its `start` column only,
+//! so a value computed from it writes back nothing of the row's other columns.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// The steps (by sequence number) whose results a value carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Flow(BTreeMap<usize, Via>);
+
+/// How a value reaches a step's rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Via {
+    /// The whole row, or a way txlint does not name (a method, an index, a tuple position).
+    Whole,
+    /// Only these named fields (`row.start`, `row.get("start")`).
+    Fields(BTreeSet<Rc<str>>),
+}
+
+impl Flow {
+    pub(super) fn new() -> Flow {
+        Flow::default()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The steps, in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.keys().copied()
+    }
+
+    pub(super) fn first(&self) -> Option<usize> {
+        self.0.keys().next().copied()
+    }
+
+    /// The named fields of `seq`'s rows the value is computed from; `None` when it may carry
+    /// any of them.
+    pub(super) fn fields(&self, seq: usize) -> Option<&BTreeSet<Rc<str>>> {
+        match self.0.get(&seq)? {
+            Via::Whole => None,
+            Via::Fields(f) => Some(f),
+        }
+    }
+
+    /// The step's whole rows are carried.
+    pub(super) fn insert(&mut self, seq: usize) {
+        self.0.insert(seq, Via::Whole);
+    }
+
+    /// What either value carries: a whole row absorbs fields of it.
+    pub(super) fn extend(&mut self, other: Flow) {
+        for (seq, via) in other.0 {
+            match (self.0.get_mut(&seq), via) {
+                (None, via) => {
+                    self.0.insert(seq, via);
+                }
+                (Some(Via::Fields(mine)), Via::Fields(theirs)) => mine.extend(theirs),
+                (Some(mine), _) => *mine = Via::Whole,
+            }
+        }
+    }
+
+    /// The value's field `name` (`row.start` of `row`): a whole row narrows to that field; a
+    /// value already taken from named fields (`let d = row.data; d.x`) keeps them.
+    pub(super) fn field(mut self, name: &str) -> Flow {
+        for via in self.0.values_mut() {
+            if *via == Via::Whole {
+                *via = Via::Fields(BTreeSet::from([Rc::from(name)]));
+            }
+        }
+        self
+    }
+}
+
+/// Methods that read one column of a row by its name (sqlx and tokio-postgres `Row`).
+const ROW_GETTERS: &[&str] = &["get", "try_get", "get_opt", "try_get_unchecked"];
+
+/// The column `row.get("start")` reads by name.
+pub(super) fn row_column(m: &syn::ExprMethodCall) -> Option<String> {
+    match m.args.first()? {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) if ROW_GETTERS.contains(&&*m.method.to_string()) => Some(s.value()),
+        _ => None,
+    }
+}
+
+impl FromIterator<usize> for Flow {
+    fn from_iter<I: IntoIterator<Item = usize>>(seqs: I) -> Flow {
+        Flow(seqs.into_iter().map(|s| (s, Via::Whole)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(f: &Flow, seq: usize) -> Option<Vec<&str>> {
+        f.fields(seq).map(|s| s.iter().map(|n| &**n).collect())
+    }
+
+    #[test]
+    fn a_field_narrows_a_whole_row_once() {
+        let row: Flow = [1, 2].into_iter().collect();
+        let start = row.clone().field("start");
+        assert_eq!(names(&start, 1), Some(vec!["start"]));
+        assert_eq!(names(&start, 2), Some(vec!["start"]));
+        // A field of a value already taken from `start` is still from `start`.
+        assert_eq!(names(&start.field("x"), 1), Some(vec!["start"]));
+        assert_eq!(names(&row, 1), None);
+    }
+
+    #[test]
+    fn merging_keeps_the_widest_way_in() {
+        let row: Flow = [1].into_iter().collect();
+        let mut a = row.clone().field("start");
+        a.extend(row.clone().field("cost"));
+        assert_eq!(names(&a, 1), Some(vec!["cost", "start"]));
+        a.extend(row);
+        assert_eq!(names(&a, 1), None);
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![1]);
+        let mut b = Flow::new();
+        b.extend([3].into_iter().collect::<Flow>().field("x"));
+        b.insert(4);
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![3, 4]);
+        assert_eq!((b.first(), b.len()), (Some(3), 2));
+    }
+}
