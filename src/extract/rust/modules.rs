@@ -332,14 +332,55 @@ fn dependencies(manifest: &toml::Table) -> Vec<(&'static str, Vec<String>)> {
             let Some(deps) = table.get(section).and_then(|d| d.as_table()) else {
                 continue;
             };
-            let names = deps.iter().map(|(key, spec)| {
+            let mut kept = Vec::new();
+            for (key, spec) in deps {
                 let renamed = spec.get("package").and_then(|p| p.as_str());
-                renamed.unwrap_or(key).replace('_', "-")
-            });
-            out.push((section, names.collect()));
+                let name = renamed.unwrap_or(key).replace('_', "-");
+                // `x = { optional = true }` that only test features turn on (`testing =
+                // ["dep:x"]`) is compiled for tests only, like a dev-dependency.
+                match section == "dependencies" && for_test_features(manifest, key, spec) {
+                    true => out.push(("dev-dependencies", vec![name])),
+                    false => kept.push(name),
+                }
+            }
+            out.push((section, kept));
         }
     }
     out
+}
+
+/// The optional dependency `key` is turned on by features, every one of them named for tests
+/// (`[features] testing = ["dep:key", "key/testing"]`).
+fn for_test_features(manifest: &toml::Table, key: &str, spec: &toml::Value) -> bool {
+    if spec.get("optional").and_then(|o| o.as_bool()) != Some(true) {
+        return false;
+    }
+    let Some(features) = manifest.get("features").and_then(|f| f.as_table()) else {
+        return false;
+    };
+    fn items(f: &toml::Value) -> impl Iterator<Item = &str> {
+        let list = f.as_array().map(|a| a.iter().filter_map(|i| i.as_str()));
+        list.into_iter().flatten()
+    }
+    let names = |item: &str| {
+        let item = item.strip_prefix("dep:").unwrap_or(item);
+        item.split(['/', '?']).next().unwrap_or(item).to_string()
+    };
+    // The features that turn it on, directly or through another (`default = ["testing"]`).
+    let mut on: HashSet<String> = HashSet::from([key.to_string()]);
+    loop {
+        let before = on.len();
+        for (f, list) in features {
+            if items(list).any(|i| on.contains(&names(i))) {
+                on.insert(f.clone());
+            }
+        }
+        if on.len() == before {
+            break;
+        }
+    }
+    on.remove(key);
+    !on.is_empty() && on.iter().all(|f| cfg_is_test(&format!("\"{f}\"")))
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -440,5 +481,33 @@ app-test-utils = { path = "../tu" }
         assert!(deps.contains(&("dev-dependencies", vec!["app-test-utils".to_string()])));
         assert!(named_for_tests("app-test-utils") && named_for_tests("testing"));
         assert!(!named_for_tests("contest") && !named_for_tests("app-core"));
+    }
+
+    #[test]
+    fn optional_dependencies_only_test_features_turn_on() {
+        let section = |manifest: &str, name: &str| {
+            let m: toml::Table = manifest.parse().unwrap();
+            dependencies(&m)
+                .into_iter()
+                .find(|(_, names)| names.iter().any(|n| n == name))
+                .map(|(s, _)| s)
+        };
+        let base = "[dependencies]\nfakes = { path = \"../f\", optional = true }\n";
+        let testing = "[features]\ntesting = [\"dep:fakes\", \"db/testing\"]\n";
+        assert_eq!(
+            section(&format!("{base}{testing}"), "fakes"),
+            Some("dev-dependencies")
+        );
+        // Also on in normal builds: by default, by a feature of another name, or by its own.
+        for other in ["default = [\"testing\"]\n", "cache = [\"fakes?/cache\"]\n"] {
+            let m = format!("{base}{testing}{other}");
+            assert_eq!(section(&m, "fakes"), Some("dependencies"), "{m}");
+        }
+        assert_eq!(section(base, "fakes"), Some("dependencies"));
+        let required = "[dependencies]\nfakes = { path = \"../f\" }\n";
+        assert_eq!(
+            section(&format!("{required}{testing}"), "fakes"),
+            Some("dependencies")
+        );
     }
 }
