@@ -466,6 +466,29 @@ fn model_shows_bound_values_and_their_sources() {
     );
 }
 
+/// A value computed from named fields of a row is shown with those fields after its source.
+#[test]
+fn model_shows_the_fields_a_value_comes_through() {
+    let d = Dir::new("model-fields");
+    d.write(
+        "src/lib.rs",
+        "async fn f(pool: &PgPool, id: i64) -> sqlx::Result<()> {\n    let u: Usage = sqlx::query_as(\"SELECT * FROM usage WHERE id = $1\").bind(id).fetch_one(pool).await?;\n    let total = u.rate * (u.end - u.start);\n    sqlx::query(\"UPDATE usage SET total = $1 WHERE id = $2\").bind(total).bind(u).execute(pool).await?;\n    Ok(())\n}\n",
+    );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    // In the order of their names; the whole row where it is bound itself.
+    assert!(
+        out.contains("      binds $1 = total (from src/lib.rs:2:"),
+        "{out}"
+    );
+    assert!(out.contains(" .end .rate .start)\n"), "{out}");
+    let whole = out
+        .lines()
+        .find(|l| l.starts_with("      binds $2 = u (from src/lib.rs:2:"));
+    assert!(whole.is_some_and(|l| !l.contains(" .")), "{out}");
+}
+
 /// `txlint model` names the tool that runs a migration, how it runs it, and that the migration's
 /// `DO` blocks run once.
 #[test]

@@ -207,12 +207,12 @@ fn binds(out: &mut String, unit: &Unit, step: &Step, at: &dyn Fn(crate::source::
             .from
             .iter()
             .filter_map(|&q| {
-                unit.transactions
-                    .iter()
-                    .flat_map(|t| &t.steps)
-                    .find(|s| s.seq == q)
+                let mut steps = unit.transactions.iter().flat_map(|t| &t.steps);
+                let s = steps.find(|s| s.seq == q)?;
+                // Through named fields of its rows only: `a.rs:3:9 .start .cost`.
+                let fields = i.fields_of(q).unwrap_or_default();
+                Some(fields.iter().fold(at(s.span), |t, f| t + " ." + f))
             })
-            .map(|s| at(s.span))
             .collect();
         let from = match from.is_empty() {
             true => String::new(),
