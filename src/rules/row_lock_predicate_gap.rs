@@ -42,7 +42,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             if cx.program.job_alone(unit, steps) {
                 continue;
             }
-            let found = check_then_insert(cx, l, lock, &later)
+            let found = check_then_insert(cx, unit, l, lock, &later)
                 .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock, &later))
                 .or_else(|| parent_children(cx, l, lock, &later))
                 .or_else(|| set_invariant(cx, unit, &flow, l, lock, &later));
@@ -84,9 +84,21 @@ fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
 }
 
 /// `SELECT ... WHERE key FOR UPDATE`, then `INSERT` into that table: nothing to lock when no
-/// row exists, so two transactions both insert.
-fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Option<Diagnostic> {
+/// row exists, so two transactions both insert. Not an insert run once per locked row (in a
+/// loop over what the lock returned): with no row it does not run.
+fn check_then_insert(
+    cx: &Context,
+    unit: &Unit,
+    l: &At,
+    lock: &RowLock,
+    later: &[&At],
+) -> Option<Diagnostic> {
     let tables = locked_tables(l.step, lock);
+    let per_row = |a: &At| {
+        unit.loops
+            .iter()
+            .any(|lp| lp.query == Some(l.step.seq) && a.step.branch.contains(&lp.branch))
+    };
     let w = later.iter().find(|a| {
         let f = &a.step.facts;
         f.kind == StmtKind::Insert
@@ -94,6 +106,7 @@ fn check_then_insert(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Opt
             && f.writes
                 .iter()
                 .any(|t| tables.iter().any(|x| *x == *t.name))
+            && !per_row(a)
     })?;
     let table = &w.step.facts.writes.first()?.name;
     let key: Vec<String> = l
