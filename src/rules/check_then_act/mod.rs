@@ -150,7 +150,7 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             {
                 Some((_, first)) if report == Report::Races => {
                     first.labels.push(crate::diagnostic::Label {
-                        span: d.span,
+                        span: f.writes.first().map_or(d.span, |t| t.span),
                         message: "also acts on this decision".into(),
                     })
                 }
@@ -472,10 +472,19 @@ fn finding(
         Some(t) => format!("`{}` read", t.column),
         None => what(r.step),
     };
+    // The decision is made by a trigger (or routine) the write runs: every statement that
+    // fires it acts on it, and the fix goes where it is read. One finding there, each firing
+    // statement a label.
+    let fired = fired_by(r.step, w.step);
     let mut message = format!(
         "this write depends on the {decision} at {place} ({how}), but nothing stops another transaction from changing its answer in between"
     );
-    if !same_tx {
+    if fired {
+        let place = cx.place(w.step.span, r.step.span);
+        message = format!(
+            "the write at {place} runs this {decision} and acts on it ({how}), but nothing stops another transaction from changing its answer in between"
+        );
+    } else if !same_tx {
         message = format!(
             "this write depends on the {decision} at {place} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
         );
@@ -510,14 +519,22 @@ fn finding(
             lock.key
         );
     }
-    let mut d = Diagnostic::new(&RULE, wf.writes[0].span, message);
+    let mut d = match fired {
+        true => Diagnostic::new(&RULE, r.step.span, message)
+            .note("decided here")
+            .in_step(r.step)
+            .label(
+                wf.writes[0].span,
+                "runs the check, and acts on the decision",
+            ),
+        false => Diagnostic::new(&RULE, wf.writes[0].span, message)
+            .note("acts on the decision")
+            .in_step(w.step)
+            .label(r.step.span, "decided here"),
+    };
     if let Some((lock, _)) = uncovered {
         d = d.label(lock.span, "locks a key the check is not confined to");
     }
-    let d = d
-        .note("acts on the decision")
-        .in_step(w.step)
-        .label(r.step.span, "decided here");
     Some(match status {
         Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
         None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
