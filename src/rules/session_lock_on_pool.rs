@@ -227,7 +227,9 @@ fn unlock_problem(
         .copied()
         .filter(|s| s.session == lock_step.session)
         .collect();
-    let base = |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(lock_step);
+    let base = |message: String, other: Option<&Step>| {
+        composed_at(Diagnostic::new(&RULE, lock.span, message), lock_step, other, lock.span)
+    };
     // Never unlocked here, but the connection was handed on (to a guard whose `Drop` may
     // unlock it, to the caller): its new owner decides.
     if later_unlocks.is_empty() && session.handed_on {
@@ -236,13 +238,13 @@ fn unlock_problem(
     if same.is_empty() {
         if let Some(other) = later_unlocks.first() {
             return Some(
-                base(format!("`{call}` is taken on one connection and unlocked through another handle, where the unlock does nothing"))
+                base(format!("`{call}` is taken on one connection and unlocked through another handle, where the unlock does nothing"), Some(other))
                     .label(other.span, format!("unlocked through `{}`, another session", other.host().via.as_deref().unwrap_or("another handle")))
                     .help("unlock through the same connection that took the lock"),
             );
         }
         return Some(
-            base(format!("`{call}` is never unlocked on this pooled connection, so the lock goes back to the pool with it"))
+            base(format!("`{call}` is never unlocked on this pooled connection, so the lock goes back to the pool with it"), None)
                 .note("session lock taken here")
                 .help("unlock on the same connection before it is dropped, on every path (`pg_advisory_unlock`), or use `pg_advisory_xact_lock` inside a transaction"),
         );
@@ -253,7 +255,7 @@ fn unlock_problem(
         .find(|u| on_every_path_of(&u.branch, &lock_step.branch))
     else {
         return Some(
-            base(format!("`{call}` is unlocked only on some paths; on the others the lock goes back to the pool with the connection"))
+            base(format!("`{call}` is unlocked only on some paths; on the others the lock goes back to the pool with the connection"), Some(same[0]))
                 .label(same[0].span, "unlocked only on this path")
                 .help("unlock on every path, for example in a block that runs whether the work succeeded or not"),
         );
@@ -289,9 +291,39 @@ fn unlock_problem(
                     .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
         })?;
     Some(
-        base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"))
+        base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"), Some(final_unlock))
             .label(exit.span, "returns without unlocking")
             .label(final_unlock.span, "unlocked only when this is reached")
             .help("unlock before every early return (or map the error, unlock, then return it), or use `pg_advisory_xact_lock` inside a transaction"),
     )
+}
+
+/// Where a lock's lifetime goes wrong when an unlock is involved: the function that reaches
+/// both the lock and `other` (that unlock). A lock taken by a helper (`lock_copying(&mut
+/// conn)`) and released through another (`unlock_copying(&mut other_conn)`) is composed by
+/// their caller, so the finding is at its call of the lock helper, the helper's statement a
+/// label. A lock never unlocked, or taken in that function itself, stays at the lock (one
+/// helper leaking for every caller is one finding there).
+fn composed_at(d: Diagnostic, lock_step: &Step, other: Option<&Step>, lock: Span) -> Diagnostic {
+    let calls = &lock_step.host().calls;
+    let Some(other) = other else {
+        return d.in_step(lock_step);
+    };
+    let theirs = &other.host().calls;
+    let shared = calls.iter().zip(theirs.iter()).take_while(|(a, b)| a == b).count();
+    match calls.get(shared) {
+        Some(&call) => {
+            let mut d = d
+                .in_statement(lock_step.span)
+                .note("locks through this call")
+                .label(lock, "the lock it takes");
+            if let Some(&c) = theirs.get(shared) {
+                d = d.label(c, "the unlock this call sends");
+            }
+            d.span = call;
+            d.calls = calls[..shared].to_vec();
+            d
+        }
+        None => d.in_step(lock_step),
+    }
 }
