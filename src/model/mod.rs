@@ -738,7 +738,9 @@ impl Input {
     /// The value is a field named `column` of another value (`c.id` for `id`): with `from`, the
     /// key of the row that value was read from.
     pub fn is_field(&self, column: &str) -> bool {
-        self.text.rsplit_once('.').is_some_and(|(_, f)| f == column)
+        // A cast keeps the value (`self.id as TaskId`).
+        let value = self.text.split(" as ").next().unwrap_or(&self.text);
+        value.rsplit_once('.').is_some_and(|(_, f)| f == column)
     }
 
     /// The value as shown in messages: its name when it is a plain path, else the parameter.

@@ -7,7 +7,7 @@
 
 use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::Program;
+use crate::model::{Program, Step};
 
 pub mod analysis_limit;
 pub mod check_then_act;
@@ -149,4 +149,37 @@ pub fn index_markdown() -> String {
         );
     }
     s
+}
+
+/// Re-anchor `d`, a finding about `step` reached through calls, at the call where the race is
+/// composed: the function that reaches both `step` and `other` (the read and the write, the
+/// lock and the unlock). When `step` is in a helper that function calls (`task.mark_done(tx)`
+/// after the function's own read), the finding goes to that call, with `step`'s place
+/// (`inner`) as a label, and `other`'s call there, if it is one, labelled `theirs`; when
+/// `step` is in that function itself, `d` stays as it is.
+fn at_the_call(
+    d: Diagnostic,
+    (step, other): (&Step, &Step),
+    inner: crate::source::Span,
+    [note, label, their_label]: [&str; 3],
+) -> Diagnostic {
+    let calls = &step.host().calls;
+    let theirs = &other.host().calls;
+    let shared = calls
+        .iter()
+        .zip(theirs.iter())
+        .take_while(|(a, b)| a == b)
+        .count();
+    match calls.get(shared) {
+        Some(&call) => {
+            let mut d = d.in_statement(step.span).note(note).label(inner, label);
+            if let Some(&c) = theirs.get(shared) {
+                d = d.label(c, their_label);
+            }
+            d.span = call;
+            d.calls = calls[..shared].to_vec();
+            d
+        }
+        None => d.in_step(step),
+    }
 }

@@ -1,7 +1,7 @@
 //! `session-lock-on-pool`: a session advisory lock whose lock and unlock can land on different
 //! sessions, or that goes back to the pool still held.
 
-use super::{Context, Rule};
+use super::{Context, Rule, at_the_call};
 use crate::config::PoolMode;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::*;
@@ -228,7 +228,12 @@ fn unlock_problem(
         .filter(|s| s.session == lock_step.session)
         .collect();
     let base = |message: String, other: Option<&Step>| {
-        composed_at(Diagnostic::new(&RULE, lock.span, message), lock_step, other, lock.span)
+        composed_at(
+            Diagnostic::new(&RULE, lock.span, message),
+            lock_step,
+            other,
+            lock.span,
+        )
     };
     // Never unlocked here, but the connection was handed on (to a guard whose `Drop` may
     // unlock it, to the caller): its new owner decides.
@@ -301,29 +306,21 @@ fn unlock_problem(
 /// Where a lock's lifetime goes wrong when an unlock is involved: the function that reaches
 /// both the lock and `other` (that unlock). A lock taken by a helper (`lock_copying(&mut
 /// conn)`) and released through another (`unlock_copying(&mut other_conn)`) is composed by
-/// their caller, so the finding is at its call of the lock helper, the helper's statement a
-/// label. A lock never unlocked, or taken in that function itself, stays at the lock (one
-/// helper leaking for every caller is one finding there).
+/// their caller, so the finding is at its call of the lock helper (see [`at_the_call`]). A
+/// lock never unlocked stays at the lock (one helper leaking for every caller is one finding
+/// there).
 fn composed_at(d: Diagnostic, lock_step: &Step, other: Option<&Step>, lock: Span) -> Diagnostic {
-    let calls = &lock_step.host().calls;
-    let Some(other) = other else {
-        return d.in_step(lock_step);
-    };
-    let theirs = &other.host().calls;
-    let shared = calls.iter().zip(theirs.iter()).take_while(|(a, b)| a == b).count();
-    match calls.get(shared) {
-        Some(&call) => {
-            let mut d = d
-                .in_statement(lock_step.span)
-                .note("locks through this call")
-                .label(lock, "the lock it takes");
-            if let Some(&c) = theirs.get(shared) {
-                d = d.label(c, "the unlock this call sends");
-            }
-            d.span = call;
-            d.calls = calls[..shared].to_vec();
-            d
-        }
+    match other {
+        Some(other) => at_the_call(
+            d,
+            (lock_step, other),
+            lock,
+            [
+                "locks through this call",
+                "the lock it takes",
+                "the unlock this call sends",
+            ],
+        ),
         None => d.in_step(lock_step),
     }
 }

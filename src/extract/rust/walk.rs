@@ -1078,7 +1078,12 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let mut names = Vec::new();
                 collect_idents(&f.pat, &mut names);
                 let at = self.span(&f.expr);
+                // `for row in rows`: each element is data from the collection's rows.
+                let rows = (!from.is_empty()).then(|| Value::Data(from.clone()));
                 self.in_branch(|w| {
+                    if let Some(rows) = rows {
+                        w.bind(&f.pat, rows);
+                    }
                     w.open_loops.push(w.loops.len());
                     w.loops.push(Loop {
                         branch: w.next_branch,

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::unique_violation_unhandled as refused;
 
+mod picked;
 mod replace;
-use super::{Context, Rule};
+use super::{Context, Rule, at_the_call};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::flow::{
     At, Flow, advisory_locks_before, from_held_rows, is_var, one_row_lock_before, param_key,
@@ -354,7 +355,7 @@ fn finding(
     {
         return None;
     }
-    let how = dependence.describe();
+    let mut how = dependence.describe();
     let decided_on =
         taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
     // A status read decides a transition of that status (see [`transition`]), when the arm
@@ -362,11 +363,17 @@ fn finding(
     // .. ELSE INSERT ..`) decides on the row's presence, not on its state.
     let on_value = taken_on(&decided.on_value, r.step, &w.step.branch)
         || returned_on(unit, &decided.on_value, r.step, w.step);
-    let status = if decided_on && on_value {
+    let mut status = if decided_on && on_value {
         transition(flow, r.step, wi, table)
     } else {
         None
     };
+    if status.is_none() {
+        status = picked::picked_by_state(flow, r.step, wi, table);
+        if status.is_some() {
+            how = "it changes a row the read picked by that state";
+        }
+    }
     // A row's presence decides only get-or-create: an insert of the very key the read looked
     // up, in an arm taken on the read or after an early return taken on it (`if let Some(t)
     // = found { return .. }`), into a table the run declares (a unique key declared
@@ -527,10 +534,23 @@ fn finding(
                 wf.writes[0].span,
                 "runs the check, and acts on the decision",
             ),
-        false => Diagnostic::new(&RULE, wf.writes[0].span, message)
+        // A write a host helper sends after its caller's read: the caller composes the race.
+        // (A routine or trigger a statement runs is no choice of the caller's: at the write.)
+        false if w.step.host().via.is_none() => Diagnostic::new(&RULE, wf.writes[0].span, message)
             .note("acts on the decision")
             .in_step(w.step)
             .label(r.step.span, "decided here"),
+        false => at_the_call(
+            Diagnostic::new(&RULE, wf.writes[0].span, message).note("acts on the decision"),
+            (w.step, r.step),
+            wf.writes[0].span,
+            [
+                "acts on the decision through this call",
+                "the write it sends",
+                "decides through this call",
+            ],
+        )
+        .label(r.step.span, "decided here"),
     };
     if let Some((lock, _)) = uncovered {
         d = d.label(lock.span, "locks a key the check is not confined to");
