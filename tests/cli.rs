@@ -1503,6 +1503,33 @@ fn a_constraint_dropped_by_name_leaves_the_schema() {
     assert!(after.contains("primary key: (k)"), "{after}");
 }
 
+/// DDL the application sends itself declares tables no script declares (`CREATE TABLE IF NOT
+/// EXISTS` at start-up); where a migration declares the table too, the migration is the schema
+/// (the host's DDL is often an old path the migrations replaced).
+#[test]
+fn host_code_ddl_declares_tables_the_migrations_do_not() {
+    let d = Dir::new("host-ddl");
+    d.write(
+        "migrations/001.sql",
+        "CREATE TABLE queue (id bigint PRIMARY KEY, doc bigint NOT NULL);\n\
+         CREATE UNIQUE INDEX queue_doc ON queue (doc);\n",
+    )
+    .write(
+        "src/lib.rs",
+        "async fn init(c: &tokio_postgres::Client) -> Result<(), tokio_postgres::Error> {\n    \
+         c.batch_execute(\"CREATE TABLE IF NOT EXISTS runs (id integer PRIMARY KEY, q text)\").await?;\n    \
+         c.batch_execute(\"CREATE TABLE IF NOT EXISTS queue (id bigint, doc bigint)\").await?;\n    \
+         Ok(())\n}\n",
+    );
+    let out = stdout(&txlint(d.path(), &["schema", "."]));
+    let table = |name: &str| {
+        let at = out.find(&format!("{name}")).unwrap_or(out.len());
+        out[at..].split("\n\n").next().unwrap_or("").to_string()
+    };
+    assert!(table("runs").contains("primary key: (id)"), "{out}");
+    assert!(table("queue").contains("unique: (doc)"), "{out}");
+}
+
 /// A table in a schema of its own is `schema.table` in `txlint schema`, and a table of the same
 /// name in `public` is another table: its `CREATE TABLE` does not replace the first one's
 /// columns. An unqualified `ALTER TABLE` names the one table of that name in a schema.

@@ -4,7 +4,7 @@
 //! code declares (diesel's `table!`) where the SQL declares none. Rules use it to tell a race
 //! that a constraint settles from one it does not.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use super::*;
@@ -181,11 +181,27 @@ fn declares(u: &Unit) -> bool {
 impl Schema {
     pub fn build<'u>(units: impl Iterator<Item = &'u Unit>, declared: &[TableDdl]) -> Schema {
         let mut schema = Schema::default();
-        for unit in units.filter(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile)) {
+        // Scripts and query files first; then the DDL host code sends (`CREATE TABLE IF NOT
+        // EXISTS ..` run at start-up), for the tables no script declares: where both do, the
+        // migrations are the schema (host DDL is often an old path they replaced).
+        let (files, host): (Vec<&Unit>, Vec<&Unit>) =
+            units.partition(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile));
+        let mut scripted = None;
+        for (i, unit) in files.iter().chain(&host).enumerate() {
+            if i == files.len() {
+                let declared = schema.tables.iter().filter(|(_, t)| t.declared.is_some());
+                scripted = Some(declared.map(|(k, _)| k.clone()).collect::<HashSet<_>>());
+            }
             for step in unit.transactions.iter().flat_map(|t| &t.steps) {
                 let Some(ddl) = &step.facts.extra().ddl else {
                     continue;
                 };
+                if scripted
+                    .as_ref()
+                    .is_some_and(|s| s.contains(&schema.key(ddl)))
+                {
+                    continue;
+                }
                 let key = schema.key(ddl);
                 let t = schema.tables.entry(key).or_default();
                 if ddl.creates {
