@@ -1523,7 +1523,7 @@ fn host_code_ddl_declares_tables_the_migrations_do_not() {
     );
     let out = stdout(&txlint(d.path(), &["schema", "."]));
     let table = |name: &str| {
-        let at = out.find(&format!("{name}")).unwrap_or(out.len());
+        let at = out.find(name).unwrap_or(out.len());
         out[at..].split("\n\n").next().unwrap_or("").to_string()
     };
     assert!(table("runs").contains("primary key: (id)"), "{out}");
