@@ -295,15 +295,18 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
 /// Every value of `inputs` was read through rows the transaction already holds, among the
 /// statements of `steps` before position `upto` (see [`Step::seq`]), on every path: rows it locked (`FOR UPDATE`), updated or created, or rows read by values
 /// read so (`UPDATE crates .. RETURNING id`, then the crate's versions by that id). Two runs
-/// reach rows named so only through the same held row, and the second waits there.
+/// reach rows named so only through the same held row, and the second waits there (or, under
+/// `SKIP LOCKED`, never gets it).
 pub fn from_held_rows(steps: &[Step], upto: usize, inputs: &[&Input]) -> bool {
     fn held(steps: &[Step], upto: usize, seq: usize, depth: usize) -> bool {
         let Some(s) = steps.iter().find(|s| s.seq == seq && seq < upto) else {
             return false;
         };
         let f = &s.facts;
+        // A row returned under `SKIP LOCKED` or `NOWAIT` is held as well: another run skips it
+        // (or fails), and never reaches the rows named by it either.
         let locks = matches!(f.kind, StmtKind::Update | StmtKind::Insert)
-            || f.row_locks.iter().any(RowLock::waits_exclusive);
+            || f.row_locks.iter().any(RowLock::exclusive);
         let inputs: Vec<&Input> = s.host().inputs.iter().collect();
         locks
             || (depth < 4

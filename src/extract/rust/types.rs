@@ -346,6 +346,52 @@ pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s
     })
 }
 
+/// The row type a query builds its rows as: `query_as!(Task, ..)`, `query_as::<_, Task>(..)`,
+/// at the root of a chain (`.fetch_all(..).await?`).
+pub(super) fn row_type(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::MethodCall(m) => row_type(&m.receiver),
+        syn::Expr::Await(a) => row_type(&a.base),
+        syn::Expr::Try(t) => row_type(&t.expr),
+        syn::Expr::Paren(p) => row_type(&p.expr),
+        syn::Expr::Macro(m) if m.mac.path.segments.last()?.ident == "query_as" => {
+            let first = m.mac.tokens.clone().into_iter().next()?;
+            match first {
+                proc_macro2::TokenTree::Ident(i) => Some(i.to_string()),
+                _ => None,
+            }
+        }
+        syn::Expr::Call(c) => {
+            let syn::Expr::Path(p) = &*c.func else {
+                return None;
+            };
+            let last = p.path.segments.last()?;
+            if last.ident != "query_as" {
+                return None;
+            }
+            let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+                return None;
+            };
+            match args.args.iter().nth(1)? {
+                syn::GenericArgument::Type(t) => type_name(t).filter(|n| n != "_"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The collection a loop walks, through `&`, `.iter()`, `.into_iter()`.
+pub(super) fn collection(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Reference(r) => collection(&r.expr),
+        syn::Expr::MethodCall(m) if m.method == "iter" || m.method == "into_iter" => {
+            collection(&m.receiver)
+        }
+        e => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,5 +472,25 @@ mod tests {
             of_type(&syn::parse_str("&Db").unwrap(), &cfg),
             Some(Executor::Pool)
         );
+    }
+
+    #[test]
+    fn row_types_of_queries() {
+        let ty = |src: &str| row_type(&syn::parse_str::<syn::Expr>(src).unwrap());
+        assert_eq!(
+            ty("sqlx::query_as!(Task, \"SELECT 1\").fetch_all(&mut *tx).await?").as_deref(),
+            Some("Task")
+        );
+        assert_eq!(
+            ty("sqlx::query_as::<_, Task>(\"SELECT 1\").fetch_one(pool).await").as_deref(),
+            Some("Task")
+        );
+        assert_eq!(
+            ty("sqlx::query_as(\"SELECT 1\").fetch_all(pool).await?"),
+            None
+        );
+        assert_eq!(ty("sqlx::query(\"SELECT 1\").fetch_all(pool).await?"), None);
+        let e = syn::parse_str::<syn::Expr>("tasks.iter()").unwrap();
+        assert!(matches!(collection(&e), syn::Expr::Path(p) if p.path.is_ident("tasks")));
     }
 }

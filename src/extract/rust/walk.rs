@@ -150,7 +150,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         };
         let literal = match init {
             Some(syn::Expr::Struct(s)) => s.path.segments.last().map(|s| s.ident.to_string()),
-            _ => None,
+            // `sqlx::query_as!(Task, ..).fetch_all(..).await?`: rows of `Task`.
+            Some(e) => types::row_type(e),
+            None => None,
         };
         match annotated.or(literal).filter(|t| t != "Self") {
             Some(t) => self.types.insert(p.ident.to_string(), t.into()),
@@ -1078,11 +1080,16 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let mut names = Vec::new();
                 collect_idents(&f.pat, &mut names);
                 let at = self.span(&f.expr);
-                // `for row in rows`: each element is data from the collection's rows.
+                // `for row in rows`: each element is data from the collection's rows, of
+                // their type (`for task in tasks` of `query_as!(Task, ..)`).
                 let rows = (!from.is_empty()).then(|| Value::Data(from.clone()));
+                let element = self.local_type(types::collection(&f.expr));
                 self.in_branch(|w| {
                     if let Some(rows) = rows {
                         w.bind(&f.pat, rows);
+                    }
+                    if let (Some(t), syn::Pat::Ident(p)) = (element, &*f.pat) {
+                        w.types.insert(p.ident.to_string(), t);
                     }
                     w.open_loops.push(w.loops.len());
                     w.loops.push(Loop {
