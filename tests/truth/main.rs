@@ -5,6 +5,7 @@
 
 mod advisory_set;
 mod pg;
+mod picked_by_state;
 mod range_replace;
 mod replace_under_lock;
 mod upsert_after_check;
