@@ -635,6 +635,12 @@ impl Walker<'_, '_> {
 
     /// A value: SQL over columns (`accounts::balance + 1`) or a host value (a parameter).
     pub(super) fn part(&mut self, e: &syn::Expr) -> Part {
+        // `Set(None)`, `.eq(None)`: Rust's `None` is sent as SQL `NULL`, which a partial
+        // unique index (`WHERE stopped_at IS NULL`) and a trigger's `WHEN` can tell.
+        if matches!(e, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "None"))
+        {
+            return Part::Sql(vec![Piece::Text("NULL".into())]);
+        }
         if self.mentions_column(e) {
             let mut pieces = Vec::new();
             self.pieces(e, &mut pieces);
