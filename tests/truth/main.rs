@@ -1052,6 +1052,7 @@ fn rule_pages_cite_this_suite() {
     let suite = [
         include_str!("main.rs"),
         include_str!("advisory_set.rs"),
+        include_str!("picked_by_state.rs"),
         include_str!("range_replace.rs"),
         include_str!("replace_under_lock.rs"),
         include_str!("upsert_after_check.rs"),
