@@ -291,6 +291,19 @@ pub fn one_row_lock_before<'t>(tx: &'t Transaction, read: &Step) -> Option<&'t S
     })
 }
 
+/// The write's key `wp` is that column of a value built from the read (`c.id`, where `c` came
+/// from `r`'s rows): the same row, whatever the functions that sent the two statements call
+/// its key.
+pub fn field_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
+    !wp.value.params.is_empty()
+        && wp.value.params.iter().all(|p| {
+            w.host()
+                .inputs
+                .iter()
+                .any(|i| i.param == *p && i.from.contains(&r.seq) && i.is_field(&wp.column))
+        })
+}
+
 /// The transaction-scoped advisory locks `tx` takes before `seq`, with their statements.
 /// Every value of `inputs` was read through rows the transaction already holds, among the
 /// statements of `steps` before position `upto` (see [`Step::seq`]), on every path: rows it locked (`FOR UPDATE`), updated or created, or rows read by values

@@ -4,7 +4,7 @@
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use super::{Context, Rule};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::flow::{At, Flow, is_var, value_key};
+use crate::model::flow::{At, Flow, field_of_read, is_var, value_key};
 use crate::model::*;
 use crate::source::Span;
 
@@ -210,19 +210,6 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
         .map(|p| p.column.to_string())
         .collect();
     (!keys.is_empty()).then_some(keys)
-}
-
-/// The write's key is that column of a value built from the read (`c.id`, where `c` came
-/// from the read that selected by `id`): the same row, whatever the functions that sent the two
-/// statements call its key.
-fn field_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
-    !wp.value.params.is_empty()
-        && wp.value.params.iter().all(|p| {
-            w.host()
-                .inputs
-                .iter()
-                .any(|i| i.param == *p && i.from.contains(&r.seq) && i.is_field(&wp.column))
-        })
 }
 
 /// Computed from the current row (`SET n = n + $1`): not a lost update.

@@ -4,7 +4,7 @@
 //! transaction moved on in between (a worker took it) is changed all the same.
 
 use super::{Transition, same_key};
-use crate::model::flow::{At, Flow, is_var};
+use crate::model::flow::{At, Flow, field_of_read, is_var};
 use crate::model::*;
 
 /// The state column the read picked rows by and the write sets on one of them, keyed by a
@@ -62,15 +62,7 @@ pub(super) fn picked_by_state<'s>(
     })
 }
 
-/// Every value of some key of the write is that column of a row the read returned.
+/// Some key of the write is that column of a row the read returned.
 fn keyed_by_its_rows(r: &Step, w: &Step) -> bool {
-    w.facts.filters.iter().any(|p| {
-        !p.value.params.is_empty()
-            && p.value.params.iter().all(|q| {
-                w.host()
-                    .inputs
-                    .iter()
-                    .any(|i| i.param == *q && i.from.contains(&r.seq) && i.is_field(&p.column))
-            })
-    })
+    w.facts.filters.iter().any(|p| field_of_read(p, w, r))
 }
