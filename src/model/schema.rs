@@ -186,40 +186,18 @@ impl Schema {
         // migrations are the schema (host DDL is often an old path they replaced).
         let (files, host): (Vec<&Unit>, Vec<&Unit>) =
             units.partition(|u| matches!(u.kind, UnitKind::Script | UnitKind::QueryFile));
-        let mut scripted = None;
-        for (i, unit) in files.iter().chain(&host).enumerate() {
-            if i == files.len() {
-                let declared = schema.tables.iter().filter(|(_, t)| t.declared.is_some());
-                scripted = Some(declared.map(|(k, _)| k.clone()).collect::<HashSet<_>>());
-            }
-            for step in unit.transactions.iter().flat_map(|t| &t.steps) {
-                let Some(ddl) = &step.facts.extra().ddl else {
-                    continue;
-                };
-                if scripted
-                    .as_ref()
-                    .is_some_and(|s| s.contains(&schema.key(ddl)))
-                {
-                    continue;
-                }
-                let key = schema.key(ddl);
-                let t = schema.tables.entry(key).or_default();
-                if ddl.creates {
-                    *t = TableInfo {
-                        columns: ddl.columns.clone(),
-                        ..TableInfo::default()
-                    };
-                    t.declared = Some(step.span);
-                }
-                t.declared.get_or_insert(step.span);
-                // `DROP CONSTRAINT k, ADD CONSTRAINT k ..`: the drop comes first.
-                for n in &ddl.dropped {
-                    t.drop_constraint(&ddl.table, n);
-                }
-                if ddl.primary_key.is_some() {
-                    t.primary_key.clone_from(&ddl.primary_key);
-                }
-                t.add_keys(ddl);
+        for (step, ddl) in ddl_steps(&files) {
+            schema.declare(step, ddl);
+        }
+        let scripted: HashSet<String> = schema
+            .tables
+            .iter()
+            .filter(|(_, t)| t.declared.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (step, ddl) in ddl_steps(&host) {
+            if !scripted.contains(&schema.key(ddl)) {
+                schema.declare(step, ddl);
             }
         }
         // diesel's `table!` and sea-orm's entities are generated from the database (or written
@@ -240,6 +218,28 @@ impl Schema {
         }
         schema.index();
         schema
+    }
+
+    /// What the DDL statement `step` (`ddl`) says of its table.
+    fn declare(&mut self, step: &Step, ddl: &TableDdl) {
+        let key = self.key(ddl);
+        let t = self.tables.entry(key).or_default();
+        if ddl.creates {
+            *t = TableInfo {
+                columns: ddl.columns.clone(),
+                ..TableInfo::default()
+            };
+            t.declared = Some(step.span);
+        }
+        t.declared.get_or_insert(step.span);
+        // `DROP CONSTRAINT k, ADD CONSTRAINT k ..`: the drop comes first.
+        for n in &ddl.dropped {
+            t.drop_constraint(&ddl.table, n);
+        }
+        if ddl.primary_key.is_some() {
+            t.primary_key.clone_from(&ddl.primary_key);
+        }
+        t.add_keys(ddl);
     }
 
     /// Tables `other` declares and this schema does not.
@@ -373,4 +373,12 @@ impl Schema {
 /// `key` is a key, and all its columns are among `columns`.
 fn within<C: AsRef<str>>(key: &[String], columns: &[C]) -> bool {
     !key.is_empty() && key.iter().all(|k| columns.iter().any(|c| c.as_ref() == k))
+}
+
+/// The DDL statements of `units`, in order.
+fn ddl_steps<'u>(units: &[&'u Unit]) -> impl Iterator<Item = (&'u Step, &'u TableDdl)> {
+    units
+        .iter()
+        .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
+        .filter_map(|s| Some((s, &**s.facts.extra().ddl.as_ref()?)))
 }

@@ -154,13 +154,12 @@ pub fn index_markdown() -> String {
 /// Re-anchor `d`, a finding about `step` reached through calls, at the call where the race is
 /// composed: the function that reaches both `step` and `other` (the read and the write, the
 /// lock and the unlock). When `step` is in a helper that function calls (`task.mark_done(tx)`
-/// after the function's own read), the finding goes to that call, with `step`'s place
-/// (`inner`) as a label, and `other`'s call there, if it is one, labelled `theirs`; when
-/// `step` is in that function itself, `d` stays as it is.
+/// after the function's own read), the finding goes to that call, with its old place as a
+/// label, and `other`'s call there, if it is one, labelled `their_label`; when `step` is in
+/// that function itself, `d` stays where it is.
 fn at_the_call(
     d: Diagnostic,
     (step, other): (&Step, &Step),
-    inner: crate::source::Span,
     [note, label, their_label]: [&str; 3],
 ) -> Diagnostic {
     let calls = &step.host().calls;
@@ -172,6 +171,7 @@ fn at_the_call(
         .count();
     match calls.get(shared) {
         Some(&call) => {
+            let inner = d.span;
             let mut d = d.in_statement(step.span).note(note).label(inner, label);
             if let Some(&c) = theirs.get(shared) {
                 d = d.label(c, their_label);

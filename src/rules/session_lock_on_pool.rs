@@ -228,12 +228,7 @@ fn unlock_problem(
         .filter(|s| s.session == lock_step.session)
         .collect();
     let base = |message: String, other: Option<&Step>| {
-        composed_at(
-            Diagnostic::new(&RULE, lock.span, message),
-            lock_step,
-            other,
-            lock.span,
-        )
+        composed_at(Diagnostic::new(&RULE, lock.span, message), lock_step, other)
     };
     // Never unlocked here, but the connection was handed on (to a guard whose `Drop` may
     // unlock it, to the caller): its new owner decides.
@@ -309,12 +304,11 @@ fn unlock_problem(
 /// their caller, so the finding is at its call of the lock helper (see [`at_the_call`]). A
 /// lock never unlocked stays at the lock (one helper leaking for every caller is one finding
 /// there).
-fn composed_at(d: Diagnostic, lock_step: &Step, other: Option<&Step>, lock: Span) -> Diagnostic {
+fn composed_at(d: Diagnostic, lock_step: &Step, other: Option<&Step>) -> Diagnostic {
     match other {
         Some(other) => at_the_call(
             d,
             (lock_step, other),
-            lock,
             [
                 "locks through this call",
                 "the lock it takes",

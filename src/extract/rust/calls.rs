@@ -796,20 +796,8 @@ impl<'a> Walker<'a, '_> {
                     }
                     // ... `format!("{}{}", row.name, suffix)` and `format!("{name}")` build
                     // data.
-                    first => {
-                        let mut flow = Flow::new();
-                        for a in args.iter().skip(1) {
-                            flow.extend(self.flow(a));
-                        }
-                        if let Some(Value::Sql(s)) = first {
-                            for (_, name) in placeholders(&s.text) {
-                                if let Ok(name) = name
-                                    && let Some(Value::Data(f)) = self.vars.get(&name)
-                                {
-                                    flow.extend(f.clone());
-                                }
-                            }
-                        }
+                    _ => {
+                        let flow = dataflow::of_macro(&self.vars, mac);
                         if flow.is_empty() {
                             Value::None
                         } else {

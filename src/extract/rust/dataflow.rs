@@ -2,8 +2,14 @@
 //! rows: `let start = usage.start` carries the read of `usage` through its `start` column only,
 //! so a value computed from it writes back nothing of the row's other columns.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
+
+use syn::punctuated::Punctuated;
+use syn::visit::Visit;
+
+use super::Value;
+use super::calls::placeholders;
 
 /// The steps (by sequence number) whose results a value carries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -90,6 +96,79 @@ pub(super) fn row_column(m: &syn::ExprMethodCall) -> Option<String> {
             ..
         }) if ROW_GETTERS.contains(&&*m.method.to_string()) => Some(s.value()),
         _ => None,
+    }
+}
+
+/// The steps whose results the variables used in `e` carry, through the fields it names
+/// (`row.start`, `row.get("start")`).
+pub(super) fn of_expr(vars: &HashMap<String, Value>, e: &syn::Expr) -> Flow {
+    let mut names = Names(vars, Flow::new());
+    names.visit_expr(e);
+    names.1
+}
+
+/// The same for a macro's arguments and the names its format string captures
+/// (`format!("{}-{name}", row.slug)`).
+pub(super) fn of_macro(vars: &HashMap<String, Value>, m: &syn::Macro) -> Flow {
+    let mut names = Names(vars, Flow::new());
+    names.visit_macro(m);
+    names.1
+}
+
+/// The variables' flows, collected as the expression is visited.
+struct Names<'v>(&'v HashMap<String, Value>, Flow);
+
+impl Names<'_> {
+    fn of(&self, e: &syn::Expr) -> Option<Flow> {
+        let syn::Expr::Path(p) = e else { return None };
+        match self.0.get(&p.path.get_ident()?.to_string()) {
+            Some(Value::Data(f)) => Some(f.clone()),
+            _ => None,
+        }
+    }
+}
+impl<'a> Visit<'a> for Names<'_> {
+    fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+        if let Some(id) = p.path.get_ident()
+            && let Some(Value::Data(f)) = self.0.get(&id.to_string())
+        {
+            self.1.extend(f.clone());
+        }
+    }
+    fn visit_expr_field(&mut self, f: &'a syn::ExprField) {
+        match (&f.member, self.of(&f.base)) {
+            (syn::Member::Named(n), Some(flow)) => self.1.extend(flow.field(&n.to_string())),
+            _ => syn::visit::visit_expr_field(self, f),
+        }
+    }
+    // `format!("{}-{name}", row.slug)`: the arguments and the names the text captures.
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        let parse = Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+        let Ok(args) = m.parse_body_with(parse) else {
+            return;
+        };
+        if let Some(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        })) = args.first()
+        {
+            for (_, name) in placeholders(&s.value()) {
+                if let Ok(name) = name
+                    && let Some(Value::Data(f)) = self.0.get(&name)
+                {
+                    self.1.extend(f.clone());
+                }
+            }
+        }
+        for a in &args {
+            self.visit_expr(a);
+        }
+    }
+    fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+        match (row_column(m), self.of(&m.receiver)) {
+            (Some(c), Some(flow)) => self.1.extend(flow.field(&c)),
+            _ => syn::visit::visit_expr_method_call(self, m),
+        }
     }
 }
 

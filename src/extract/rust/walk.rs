@@ -1,6 +1,6 @@
 //! Walking a function body: statements, bindings, branches and expressions, in program order.
 
-use super::calls::{data_of, looks_like_sql, placeholders, plain_path};
+use super::calls::{data_of, looks_like_sql, plain_path};
 use super::*;
 
 impl<'a, 'w> Walker<'a, 'w> {
@@ -543,65 +543,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// The steps whose results the variables used in `e` carry, through the fields it names
     /// (`row.start`, `row.get("start")`).
     pub(super) fn flow(&self, e: &syn::Expr) -> Flow {
-        struct Names<'v>(&'v HashMap<String, Value>, Flow);
-        impl Names<'_> {
-            fn of(&self, e: &syn::Expr) -> Option<Flow> {
-                let syn::Expr::Path(p) = e else { return None };
-                match self.0.get(&p.path.get_ident()?.to_string()) {
-                    Some(Value::Data(f)) => Some(f.clone()),
-                    _ => None,
-                }
-            }
-        }
-        impl<'a> Visit<'a> for Names<'_> {
-            fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
-                if let Some(id) = p.path.get_ident()
-                    && let Some(Value::Data(f)) = self.0.get(&id.to_string())
-                {
-                    self.1.extend(f.clone());
-                }
-            }
-            fn visit_expr_field(&mut self, f: &'a syn::ExprField) {
-                match (&f.member, self.of(&f.base)) {
-                    (syn::Member::Named(n), Some(flow)) => {
-                        self.1.extend(flow.field(&n.to_string()))
-                    }
-                    _ => syn::visit::visit_expr_field(self, f),
-                }
-            }
-            // `format!("{}-{name}", row.slug)`: the arguments and the names the text captures.
-            fn visit_macro(&mut self, m: &'a syn::Macro) {
-                let parse = Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
-                let Ok(args) = m.parse_body_with(parse) else {
-                    return;
-                };
-                if let Some(syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                })) = args.first()
-                {
-                    for (_, name) in placeholders(&s.value()) {
-                        if let Ok(name) = name
-                            && let Some(Value::Data(f)) = self.0.get(&name)
-                        {
-                            self.1.extend(f.clone());
-                        }
-                    }
-                }
-                for a in &args {
-                    self.visit_expr(a);
-                }
-            }
-            fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
-                match (dataflow::row_column(m), self.of(&m.receiver)) {
-                    (Some(c), Some(flow)) => self.1.extend(flow.field(&c)),
-                    _ => syn::visit::visit_expr_method_call(self, m),
-                }
-            }
-        }
-        let mut names = Names(&self.vars, Flow::new());
-        names.visit_expr(e);
-        names.1
+        dataflow::of_expr(&self.vars, e)
     }
 
     /// Names bound in a loop's body from a value computed from the loop's variables

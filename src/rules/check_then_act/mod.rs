@@ -534,23 +534,25 @@ fn finding(
                 wf.writes[0].span,
                 "runs the check, and acts on the decision",
             ),
-        // A write a host helper sends after its caller's read: the caller composes the race.
-        // (A routine or trigger a statement runs is no choice of the caller's: at the write.)
-        false if w.step.host().via.is_none() => Diagnostic::new(&RULE, wf.writes[0].span, message)
-            .note("acts on the decision")
-            .in_step(w.step)
-            .label(r.step.span, "decided here"),
-        false => at_the_call(
-            Diagnostic::new(&RULE, wf.writes[0].span, message).note("acts on the decision"),
-            (w.step, r.step),
-            wf.writes[0].span,
-            [
-                "acts on the decision through this call",
-                "the write it sends",
-                "decides through this call",
-            ],
-        )
-        .label(r.step.span, "decided here"),
+        false => {
+            let d = Diagnostic::new(&RULE, wf.writes[0].span, message).note("acts on the decision");
+            // A write a host helper sends after its caller's read: the caller composes the
+            // race. (A routine or trigger a statement runs is no choice of the caller's: at
+            // the write.)
+            let d = match w.step.host().via {
+                Some(_) => at_the_call(
+                    d,
+                    (w.step, r.step),
+                    [
+                        "acts on the decision through this call",
+                        "the write it sends",
+                        "decides through this call",
+                    ],
+                ),
+                None => d.in_step(w.step),
+            };
+            d.label(r.step.span, "decided here")
+        }
     };
     if let Some((lock, _)) = uncovered {
         d = d.label(lock.span, "locks a key the check is not confined to");
