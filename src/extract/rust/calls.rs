@@ -278,7 +278,7 @@ impl<'a> Walker<'a, '_> {
                 "?".to_string()
             }
         };
-        let at = self.parsed().span(m).start();
+        let at = self.span(m);
         let mut sql = sql.clone();
         let arg = m.args.first();
         match (name, arg) {
@@ -335,10 +335,10 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// Text the code adds (a parameter, a hole), placed at the call that adds it.
-    fn piece(&self, text: String, at: usize) -> Sql {
+    fn piece(&self, text: String, at: Span) -> Sql {
         Sql {
             template: true,
-            ..Sql::new(self.parsed().id, text, OffsetMap::shifted(at))
+            ..Sql::new(at.file, text, OffsetMap::shifted(at.start()))
         }
     }
 
@@ -701,8 +701,7 @@ impl<'a> Walker<'a, '_> {
 
     /// `method(args)` of a chain, spanned independent of the chain before it.
     pub(super) fn method_site(&self, m: &syn::ExprMethodCall) -> Span {
-        self.parsed()
-            .span_between(m.method.span(), m.paren_token.span.close())
+        self.span_between(m.method.span(), m.paren_token.span.close())
     }
 
     /// `path(args)`, spanned without printing the arguments.
@@ -715,8 +714,7 @@ impl<'a> Walker<'a, '_> {
                 .map_or_else(|| c.paren_token.span.open(), |s| s.ident.span()),
             _ => c.paren_token.span.open(),
         };
-        self.parsed()
-            .span_between(start, c.paren_token.span.close())
+        self.span_between(start, c.paren_token.span.close())
     }
 
     pub(super) fn mac(&mut self, mac: &syn::Macro) -> Value {

@@ -109,10 +109,17 @@ impl Writer<'_> {
         self.text.push_str(s);
     }
     fn column(&mut self, c: &Column) {
-        self.map.push(self.text.len(), c.at.start());
+        // A name from another file (a macro's argument, its body elsewhere) is placed at the
+        // chain.
+        let at = if c.at.file == self.at.file {
+            c.at
+        } else {
+            self.at
+        };
+        self.map.push(self.text.len(), at.start());
         self.text.push_str(&c.name);
         // A name whose host text is not the name (`count(*)` for `.count()`) ends there.
-        self.after_name = c.at.end() - c.at.start() == c.name.len();
+        self.after_name = at.end() - at.start() == c.name.len();
     }
     fn param(&mut self, b: &Bind) {
         self.binds.push(b.clone());
@@ -498,7 +505,7 @@ impl Walker<'_, '_> {
         let sql = Sql {
             prepared: true,
             binds,
-            ..Sql::new(self.parsed().id, text, map)
+            ..Sql::new(at.file, text, map)
         };
         let site = self.method_site(m);
         self.emit(&sql, handle, via, site)

@@ -49,7 +49,7 @@ impl Walker<'_, '_> {
         map.push(text.len(), at.end());
         let sql = Sql {
             prepared: true,
-            ..Sql::new(self.parsed().id, text, map)
+            ..Sql::new(at.file, text, map)
         };
         let via = self.source_of(&m.receiver);
         Some(self.emit(&sql, *h, via, at))

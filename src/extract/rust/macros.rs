@@ -1,11 +1,17 @@
-//! `macro_rules!` macros expanded where their file invokes them, in item and `impl` positions:
-//! the functions and methods a macro generates are then walked like hand-written ones, and
-//! their SQL points into the macro's body.
+//! `macro_rules!` macros expanded where they are invoked, in item and `impl` positions: the
+//! functions and methods a macro generates are then walked like hand-written ones, and their
+//! SQL points into the macro's body, in whichever file of the batch defines it.
 //!
-//! Only what can be expanded exactly is: rules without repetitions (`$(..)*`), fragments
-//! matched up to the next literal token of the matcher. Anything else is left unexpanded.
+//! A file's own macros come first; a name it does not define is looked up among the batch's
+//! other files (a `#[macro_export]` macro of `model/mod.rs` used in `model/user.rs`), unless two
+//! of them define it: then nothing is expanded. Only what can be expanded exactly is: rules
+//! without repetitions (`$(..)*`), fragments matched up to the next literal token of the
+//! matcher. Anything else is left unexpanded.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use aho_corasick::AhoCorasick;
+use std::rc::Rc;
 
 use proc_macro2::{Delimiter, Group, Ident, TokenStream, TokenTree};
 
@@ -14,21 +20,123 @@ use proc_macro2::{Delimiter, Group, Ident, TokenStream, TokenTree};
 const MAX_EXPANSIONS: usize = 4_096;
 const MAX_NESTING: usize = 8;
 
-struct Rule {
+pub(super) struct Rule {
     matcher: Vec<TokenTree>,
     body: TokenStream,
 }
 
-type Defs = HashMap<String, Vec<Rule>>;
+/// A file's `macro_rules!` macros by name.
+pub(super) type Defs = HashMap<String, Rc<Vec<Rule>>>;
 
-/// Expand, in place, the invocations of the file's own `macro_rules!` macros.
-pub(super) fn expand(ast: &mut syn::File) {
+/// The macros of a batch's files, by name: the file (an index into the batch) that defines
+/// it and a token of the definition; `None` where two files define the name.
+#[derive(Default)]
+pub(super) struct Batch {
+    by_name: HashMap<String, Option<Foreign>>,
+}
+
+/// A macro of another file: the file, a token of the definition, its rules.
+type Foreign = (usize, proc_macro2::Span, Rc<Vec<Rule>>);
+
+impl Batch {
+    /// Add the macros of the batch's file `file`.
+    pub fn add(&mut self, file: usize, ast: &syn::File, defs: &Defs) {
+        let mut anchors = HashMap::new();
+        anchor_spans(&ast.items, &mut anchors);
+        for (name, rules) in defs {
+            let Some(&anchor) = anchors.get(name) else {
+                continue;
+            };
+            self.by_name
+                .entry(name.clone())
+                .and_modify(|d| *d = None)
+                .or_insert_with(|| Some((file, anchor, rules.clone())));
+        }
+    }
+}
+
+/// Names of the `macro_rules!` macros a text defines (`macro_rules! name { .. }`), read from
+/// bytes, with the text of each definition (to its closing bracket, counted without regard to
+/// strings and comments: a wrong count only gives more or less text).
+pub(super) fn defined(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.match_indices("macro_rules!").filter_map(|(at, m)| {
+        let rest = text[at + m.len()..].trim_start();
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let body = rest[end..].trim_start();
+        let (open, close) = match body.as_bytes().first()? {
+            b'{' => (b'{', b'}'),
+            b'(' => (b'(', b')'),
+            b'[' => (b'[', b']'),
+            _ => return None,
+        };
+        let mut depth = 0usize;
+        let len = body.bytes().position(|b| {
+            if b == open {
+                depth += 1;
+            } else if b == close {
+                depth -= 1;
+            }
+            depth == 0
+        });
+        let body = &body[..len.map_or(body.len(), |l| l + 1)];
+        (end > 0).then(|| (&rest[..end], body))
+    })
+}
+
+/// Finds invocations (`name!`) of a set of macros in a text.
+pub(super) struct Invocations {
+    names: AhoCorasick,
+}
+
+impl Invocations {
+    pub fn new<'n>(names: impl IntoIterator<Item = &'n str>) -> Option<Self> {
+        let patterns: BTreeSet<String> = names.into_iter().map(|n| format!("{n}!")).collect();
+        if patterns.is_empty() {
+            return None;
+        }
+        AhoCorasick::new(patterns)
+            .ok()
+            .map(|names| Invocations { names })
+    }
+
+    /// The text invokes one of the macros (a name not preceded by more of a name).
+    pub fn in_text(&self, text: &str) -> bool {
+        self.names.find_overlapping_iter(text).any(|m| {
+            !text[..m.start()]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && !text[..m.start()].trim_end().ends_with("macro_rules!")
+        })
+    }
+}
+
+/// The file's own `macro_rules!` macros (in nested modules too).
+pub(super) fn definitions(ast: &syn::File) -> Defs {
     let mut defs = Defs::new();
     collect(&ast.items, &mut defs);
-    if !defs.is_empty() {
-        let mut budget = MAX_EXPANSIONS;
-        items(&mut ast.items, &defs, &mut budget, 0);
+    defs
+}
+
+/// Expand, in place, the invocations of macros the file defines or the batch does (see
+/// [`Batch`]); the batch files whose macros were expanded here, in order.
+pub(super) fn expand(
+    ast: &mut syn::File,
+    own: &Defs,
+    batch: &Batch,
+) -> Vec<(usize, proc_macro2::Span)> {
+    let mut x = Expander {
+        own,
+        batch,
+        budget: MAX_EXPANSIONS,
+        used: BTreeMap::new(),
+    };
+    if !own.is_empty() || !batch.by_name.is_empty() {
+        x.items(&mut ast.items, 0);
     }
+    x.used.into_iter().collect()
 }
 
 fn collect(items: &[syn::Item], defs: &mut Defs) {
@@ -36,12 +144,31 @@ fn collect(items: &[syn::Item], defs: &mut Defs) {
         match item {
             syn::Item::Macro(m) if m.mac.path.is_ident("macro_rules") => {
                 if let (Some(name), Some(rules)) = (&m.ident, rules(m.mac.tokens.clone())) {
-                    defs.insert(name.to_string(), rules);
+                    defs.insert(name.to_string(), Rc::new(rules));
                 }
             }
             syn::Item::Mod(m) => {
                 if let Some((_, inner)) = &m.content {
                     collect(inner, defs);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A token of each `macro_rules!` definition (its name), to tell the definition's file by.
+fn anchor_spans(items: &[syn::Item], out: &mut HashMap<String, proc_macro2::Span>) {
+    for item in items {
+        match item {
+            syn::Item::Macro(m) if m.mac.path.is_ident("macro_rules") => {
+                if let Some(name) = &m.ident {
+                    out.insert(name.to_string(), name.span());
+                }
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    anchor_spans(inner, out);
                 }
             }
             _ => {}
@@ -77,70 +204,92 @@ fn rules(tokens: TokenStream) -> Option<Vec<Rule>> {
     Some(out)
 }
 
-/// Expand the invocations among `items`; what they expand to goes after them.
-fn items(items: &mut Vec<syn::Item>, defs: &Defs, budget: &mut usize, nesting: usize) {
-    let mut i = 0;
-    while i < items.len() {
-        match &mut items[i] {
-            syn::Item::Macro(m) if m.ident.is_none() && nesting < MAX_NESTING => {
-                if let Some(tokens) = invocation(&m.mac, defs, budget)
-                    && let Ok(file) = syn::parse2::<syn::File>(tokens)
-                {
-                    let mut new = file.items;
-                    self::items(&mut new, defs, budget, nesting + 1);
-                    let n = new.len();
-                    items.splice(i + 1..i + 1, new);
-                    i += n;
-                }
-            }
-            syn::Item::Mod(m) => {
-                if let Some((_, inner)) = &mut m.content {
-                    self::items(inner, defs, budget, nesting);
-                }
-            }
-            syn::Item::Impl(imp) => impl_items(&mut imp.items, defs, budget, nesting),
-            _ => {}
-        }
-        i += 1;
-    }
+struct Expander<'d> {
+    own: &'d Defs,
+    batch: &'d Batch,
+    budget: usize,
+    /// Batch files whose macros were expanded, with a token of each definition.
+    used: BTreeMap<usize, proc_macro2::Span>,
 }
 
-fn impl_items(items: &mut Vec<syn::ImplItem>, defs: &Defs, budget: &mut usize, nesting: usize) {
-    let parse = |input: syn::parse::ParseStream| {
-        let mut out = Vec::new();
-        while !input.is_empty() {
-            out.push(input.parse::<syn::ImplItem>()?);
+impl Expander<'_> {
+    /// Expand the invocations among `items`; what they expand to goes after them.
+    fn items(&mut self, items: &mut Vec<syn::Item>, nesting: usize) {
+        let mut i = 0;
+        while i < items.len() {
+            match &mut items[i] {
+                syn::Item::Macro(m) if m.ident.is_none() && nesting < MAX_NESTING => {
+                    if let Some(tokens) = self.invocation(&m.mac)
+                        && let Ok(file) = syn::parse2::<syn::File>(tokens)
+                    {
+                        let mut new = file.items;
+                        self.items(&mut new, nesting + 1);
+                        let n = new.len();
+                        items.splice(i + 1..i + 1, new);
+                        i += n;
+                    }
+                }
+                syn::Item::Mod(m) => {
+                    if let Some((_, inner)) = &mut m.content {
+                        self.items(inner, nesting);
+                    }
+                }
+                syn::Item::Impl(imp) => self.impl_items(&mut imp.items, nesting),
+                _ => {}
+            }
+            i += 1;
         }
-        Ok(out)
-    };
-    let mut i = 0;
-    while i < items.len() {
-        if let syn::ImplItem::Macro(m) = &items[i]
-            && nesting < MAX_NESTING
-            && let Some(tokens) = invocation(&m.mac, defs, budget)
-            && let Ok(mut new) = syn::parse::Parser::parse2(parse, tokens)
-        {
-            impl_items(&mut new, defs, budget, nesting + 1);
-            let n = new.len();
-            items.splice(i + 1..i + 1, new);
-            i += n;
-        }
-        i += 1;
     }
-}
 
-/// The expansion of `name!(..)` by the first rule whose matcher takes its tokens.
-fn invocation(mac: &syn::Macro, defs: &Defs, budget: &mut usize) -> Option<TokenStream> {
-    let rules = defs.get(&mac.path.get_ident()?.to_string())?;
-    if *budget == 0 {
-        return None;
+    fn impl_items(&mut self, items: &mut Vec<syn::ImplItem>, nesting: usize) {
+        let parse = |input: syn::parse::ParseStream| {
+            let mut out = Vec::new();
+            while !input.is_empty() {
+                out.push(input.parse::<syn::ImplItem>()?);
+            }
+            Ok(out)
+        };
+        let mut i = 0;
+        while i < items.len() {
+            if let syn::ImplItem::Macro(m) = &items[i]
+                && nesting < MAX_NESTING
+                && let Some(tokens) = self.invocation(&m.mac)
+                && let Ok(mut new) = syn::parse::Parser::parse2(parse, tokens)
+            {
+                self.impl_items(&mut new, nesting + 1);
+                let n = new.len();
+                items.splice(i + 1..i + 1, new);
+                i += n;
+            }
+            i += 1;
+        }
     }
-    let input: Vec<TokenTree> = mac.tokens.clone().into_iter().collect();
-    let (binds, rule) = rules
-        .iter()
-        .find_map(|r| matched(&r.matcher, &input).map(|b| (b, r)))?;
-    *budget -= 1;
-    transcribe(rule.body.clone(), &binds)
+
+    /// The expansion of `name!(..)` by the first rule whose matcher takes its tokens: the
+    /// file's own macro of that name, else the batch's.
+    fn invocation(&mut self, mac: &syn::Macro) -> Option<TokenStream> {
+        let name = mac.path.get_ident()?.to_string();
+        let (rules, from) = match self.own.get(&name) {
+            Some(rules) => (rules, None),
+            None => {
+                let (file, anchor, rules) = self.batch.by_name.get(&name)?.as_ref()?;
+                (rules, Some((*file, *anchor)))
+            }
+        };
+        if self.budget == 0 {
+            return None;
+        }
+        let input: Vec<TokenTree> = mac.tokens.clone().into_iter().collect();
+        let (binds, rule) = rules
+            .iter()
+            .find_map(|r| matched(&r.matcher, &input).map(|b| (b, r)))?;
+        self.budget -= 1;
+        let out = transcribe(rule.body.clone(), &binds)?;
+        if let Some((file, anchor)) = from {
+            self.used.insert(file, anchor);
+        }
+        Some(out)
+    }
 }
 
 /// What each `$name:fragment` of `matcher` takes of `input`, if it takes all of it.
@@ -249,7 +398,12 @@ mod tests {
 
     fn expanded(src: &str) -> Vec<String> {
         let mut ast: syn::File = syn::parse_str(src).unwrap();
-        expand(&mut ast);
+        let own = definitions(&ast);
+        assert!(expand(&mut ast, &own, &Batch::default()).is_empty());
+        names(&ast)
+    }
+
+    fn names(ast: &syn::File) -> Vec<String> {
         let mut names = Vec::new();
         for item in &ast.items {
             match item {
@@ -291,5 +445,39 @@ mod tests {
         "#;
         // The repetition is not expanded; the self-expanding macro stops a few levels down.
         assert_eq!(expanded(src), ["f"]);
+    }
+
+    /// A macro of another file of the batch is expanded, its tokens still that file's; a name
+    /// two files define is not.
+    #[test]
+    fn macros_of_other_files() {
+        let def = r#"
+            #[macro_export]
+            macro_rules! reorder { ($t:ident) => { fn $t(&self) { sqlx::query("UPDATE t") } }; }
+            macro_rules! twice { () => { fn one() {} }; }
+        "#;
+        let other = "macro_rules! twice { () => { fn two() {} }; }";
+        let user = "struct S; impl S { reorder!(moved); } twice!();";
+        let (def, other): (syn::File, syn::File) =
+            (syn::parse_str(def).unwrap(), syn::parse_str(other).unwrap());
+        let mut batch = Batch::default();
+        batch.add(3, &def, &definitions(&def));
+        batch.add(4, &other, &definitions(&other));
+        let mut ast: syn::File = syn::parse_str(user).unwrap();
+        let used = expand(&mut ast, &Defs::new(), &batch);
+        assert_eq!(names(&ast), ["impl moved"]);
+        assert_eq!(used.len(), 1);
+        let (file, anchor) = used[0];
+        assert_eq!(file, 3);
+        // The generated method's `fn` is a token of the defining file, its name one of the
+        // invocation's.
+        let syn::Item::Impl(imp) = &ast.items[1] else {
+            panic!("no impl");
+        };
+        let syn::ImplItem::Fn(f) = &imp.items[1] else {
+            panic!("no method");
+        };
+        assert!(anchor.join(f.sig.fn_token.span).is_some());
+        assert!(anchor.join(f.sig.ident.span()).is_none());
     }
 }

@@ -184,6 +184,43 @@ pub fn extract(
     out
 }
 
+/// Files the pre-scan left out that invoke a `macro_rules!` macro whose definition (in a file
+/// to be parsed) can matter: what the macro writes there can send SQL (see [`macros`]). Their
+/// text is read again if it was let go.
+fn macro_users(
+    own: &mut [(FileId, SourceFile)],
+    (candidates, skipped): (&[usize], &[usize]),
+    cfg: &crate::config::RustConfig,
+    out: &mut Extracted,
+) -> Vec<usize> {
+    let names = candidates
+        .iter()
+        .flat_map(|&i| macros::defined(own[i].1.text()))
+        .filter(|(_, body)| prescan::item_may_matter(body, cfg))
+        .map(|(name, _)| name);
+    let Some(finder) = macros::Invocations::new(names) else {
+        return Vec::new();
+    };
+    let mut users = Vec::new();
+    for &i in skipped {
+        let (id, f) = &mut own[i];
+        if f.text().is_empty() {
+            match crate::load(&f.path, *id) {
+                Ok((text, _)) if finder.in_text(&text) => f.set_text(text),
+                Ok(_) => continue,
+                Err(read_error) => {
+                    out.notes.push(*read_error);
+                    continue;
+                }
+            }
+        } else if !finder.in_text(f.text()) {
+            continue;
+        }
+        users.push(i);
+    }
+    users
+}
+
 /// Text to parse above which a batch waits until no other such batch is being read: two large
 /// workspaces' syntax trees at once set a whole run's peak memory (the registry's 1,603 crates:
 /// 374 -> 295 MB; `cargo bench --bench rust_tree`).
@@ -226,6 +263,8 @@ fn batch(
     let mut modules = modules::Modules::default();
     // Files read here and not parsed: a background job's loop may be there (see `jobs::mark`).
     let mut unparsed = Vec::new();
+    // Files the pre-scan left out.
+    let mut skipped = Vec::new();
     for (i, (id, f)) in own.iter_mut().enumerate() {
         if f.unread {
             f.unread = false;
@@ -237,6 +276,7 @@ fn batch(
                     if !prescan::may_matter(&text, &config.rust) {
                         front.out.stats.rust_skipped += 1;
                         unparsed.push(i);
+                        skipped.push(i);
                         continue;
                     }
                     f.set_text(text);
@@ -251,11 +291,23 @@ fn batch(
             modules.add(&f.path, f.text());
             if !prescan::may_matter(f.text(), &config.rust) {
                 front.out.stats.rust_skipped += 1;
+                skipped.push(i);
                 continue;
             }
         }
         candidates.push(i);
     }
+    for i in macro_users(
+        &mut own,
+        (&candidates, &skipped),
+        &config.rust,
+        &mut front.out,
+    ) {
+        front.out.stats.rust_skipped -= 1;
+        unparsed.retain(|&u| u != i);
+        candidates.push(i);
+    }
+    candidates.sort_unstable();
     // One heavy batch at a time (see `HEAVY_ABOVE`).
     let bytes: usize = candidates.iter().map(|&i| own[i].1.text().len()).sum();
     let heavy = (bytes > HEAVY_ABOVE).then(|| extra.heavy(b));
@@ -278,6 +330,7 @@ fn batch(
         }
     }
     if !parsed.is_empty() {
+        expand_macros(&mut parsed);
         walk_all(&mut front, &parsed, config, (b, extra), &modules);
     }
     drop(parsed);
@@ -576,6 +629,9 @@ struct Parsed {
     ast: syn::File,
     /// The database its SQL is for, unless a handle's type or a `cfg` feature says otherwise.
     dialect: Dialect,
+    /// Files of the batch (indexes into it) whose `macro_rules!` this file's expansions copied
+    /// tokens from, each with a token of the definition: see [`home`].
+    foreign: Vec<(usize, proc_macro2::Span)>,
 }
 
 impl Parsed {
@@ -586,13 +642,16 @@ impl Parsed {
 
     /// Byte range (in the stripped text) of a syntax node.
     fn range(&self, node: &impl Spanned) -> std::ops::Range<usize> {
-        let s = node.span();
+        self.range_at(node.span())
+    }
+
+    fn range_at(&self, s: proc_macro2::Span) -> std::ops::Range<usize> {
         let (a, b) = (self.offset(s.start()), self.offset(s.end()));
         a..b.max(a)
     }
 
-    fn span(&self, node: &impl Spanned) -> Span {
-        let r = self.range(node);
+    fn span_at(&self, s: proc_macro2::Span) -> Span {
+        let r = self.range_at(s);
         Span::new(self.id, r.start + self.shift..r.end + self.shift)
     }
 
@@ -601,6 +660,31 @@ impl Parsed {
     fn span_between(&self, from: proc_macro2::Span, to: proc_macro2::Span) -> Span {
         let (a, b) = (self.offset(from.start()), self.offset(to.end()));
         Span::new(self.id, a + self.shift..b.max(a) + self.shift)
+    }
+}
+
+/// The parsed file a token of `parsed[i]` is from: that file, or the one whose `macro_rules!`
+/// body an expansion there copied the token from (told by proc-macro2, which knows a token's
+/// file: two tokens join only within one).
+fn home(parsed: &[Parsed], i: usize, s: proc_macro2::Span) -> &Parsed {
+    let p = &parsed[i];
+    p.foreign
+        .iter()
+        .find(|(_, anchor)| anchor.join(s).is_some())
+        .and_then(|&(file, _)| parsed.get(file))
+        .unwrap_or(p)
+}
+
+/// Expand the `macro_rules!` invocations of a batch's parsed files, with the macros of the
+/// batch's other files too (see [`macros`]).
+fn expand_macros(parsed: &mut [Parsed]) {
+    let own: Vec<macros::Defs> = parsed.iter().map(|p| macros::definitions(&p.ast)).collect();
+    let mut batch = macros::Batch::default();
+    for (i, (p, defs)) in parsed.iter().zip(&own).enumerate() {
+        batch.add(i, &p.ast, defs);
+    }
+    for (p, defs) in parsed.iter_mut().zip(&own) {
+        p.foreign = macros::expand(&mut p.ast, defs, &batch);
     }
 }
 
@@ -665,6 +749,7 @@ fn parse(
             items: Vec::new(),
         },
         dialect,
+        foreign: Vec::new(),
     };
     // A large file is read item by item, each dropped at once unless it can matter: the
     // syntax tree of generated bindings never exists whole.
@@ -673,8 +758,7 @@ fn parse(
         // Items cut from the token stream and given to syn one at a time; syn never sees (or
         // copies) the whole stream. Where the cut is not understood, the whole file is read
         // as below and fails or succeeds there.
-        if let Some(mut ast) = thin_items(&p, tokens, cfg) {
-            macros::expand(&mut ast);
+        if let Some(ast) = thin_items(&p, tokens, cfg) {
             p.ast = ast;
             return Ok(p);
         }
@@ -794,8 +878,7 @@ fn read_whole(
         })
     };
     match syn::parse::Parser::parse2(read, tokens) {
-        Ok(mut ast) => {
-            macros::expand(&mut ast);
+        Ok(ast) => {
             p.ast = ast;
             Ok(p)
         }
@@ -1266,6 +1349,7 @@ impl<'a> Collector<'a, '_> {
 
     fn add(&mut self, sig: &'a syn::Signature, block: &'a syn::Block, node: &impl Spanned) {
         let p = &self.ix.parsed[self.file];
+        let at = node.span();
         let i = self.ix.fns.len();
         self.ix.fns.push(FnDef {
             file: self.file,
@@ -1274,7 +1358,7 @@ impl<'a> Collector<'a, '_> {
             dialect: self.in_dialect,
             sig,
             block,
-            span: p.span(node),
+            span: home(self.ix.parsed, self.file, at).span_at(at),
             owner: self.owner,
             unused: false,
             migration: false,

@@ -62,16 +62,37 @@ impl<'a, 'w> Walker<'a, 'w> {
         &self.ix.parsed[self.file]
     }
 
+    /// The parsed file a token is from: this one, or another whose macro an expansion here
+    /// copied it from.
+    pub(super) fn home(&self, s: proc_macro2::Span) -> &'a Parsed {
+        super::home(self.ix.parsed, self.file, s)
+    }
+
     pub(super) fn span(&self, node: &impl Spanned) -> Span {
-        self.parsed().span(node)
+        let s = node.span();
+        self.home(s).span_at(s)
+    }
+
+    /// From the start of `from` to the end of `to` (only `from` where they are in two files).
+    pub(super) fn span_between(&self, from: proc_macro2::Span, to: proc_macro2::Span) -> Span {
+        let p = self.home(from);
+        if std::ptr::eq(p, self.home(to)) {
+            p.span_between(from, to)
+        } else {
+            p.span_at(from)
+        }
+    }
+
+    /// The node's text as written.
+    pub(super) fn written(&self, node: &impl Spanned) -> &'a str {
+        let s = node.span();
+        let p = self.home(s);
+        p.text.get(p.range_at(s)).unwrap_or("")
     }
 
     /// The expression as written (`&mut *tx`), whitespace folded, for messages.
     pub(super) fn source_of(&self, e: &syn::Expr) -> String {
-        let p = self.parsed();
-        p.text
-            .get(p.range(e))
-            .unwrap_or("")
+        self.written(e)
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
@@ -699,8 +720,7 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     /// A `BTreeSet`/`BTreeMap` is visited in key order.
     pub(super) fn note_sorted(&mut self, pat: &syn::Pat, ty: &syn::Type) {
-        let p = self.parsed();
-        if p.text.get(p.range(ty)).is_some_and(|t| t.contains("BTree"))
+        if self.written(ty).contains("BTree")
             && let syn::Pat::Ident(id) = pat
         {
             self.sorted.insert(id.ident.to_string());
@@ -1151,8 +1171,9 @@ impl<'a, 'w> Walker<'a, 'w> {
             syn::Lit::Bool(b) => return Value::Bool(b.value),
             _ => return Value::None,
         };
-        let p = self.parsed();
-        let r = p.range(s);
+        let at = s.span();
+        let p = self.home(at);
+        let r = p.range_at(at);
         let Some(text) = p.text.get(r.clone()) else {
             return Value::None;
         };
