@@ -8,6 +8,7 @@ mod pg;
 mod picked_by_state;
 mod range_replace;
 mod replace_under_lock;
+mod trigger_cascade;
 mod upsert_after_check;
 mod witness;
 
@@ -1055,6 +1056,7 @@ fn rule_pages_cite_this_suite() {
         include_str!("picked_by_state.rs"),
         include_str!("range_replace.rs"),
         include_str!("replace_under_lock.rs"),
+        include_str!("trigger_cascade.rs"),
         include_str!("upsert_after_check.rs"),
     ]
     .concat();

@@ -3,6 +3,7 @@
 //! particular order.
 
 mod advisory_set;
+mod cascade;
 mod keys;
 mod upsert;
 
@@ -58,6 +59,7 @@ fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             for (i, step) in tx.steps.iter().enumerate() {
                 upsert::unordered(cx, tx, &tx.steps[..i], step, out);
                 advisory_set::per_row(cx, &tx.steps[..i], step, out);
+                cascade::related_rows(&tx.steps[..i], step, out);
             }
         }
         unordered_loop(cx, unit, out);
