@@ -332,7 +332,21 @@ impl Front {
         }
         match language.as_str() {
             "plpgsql" => {
-                let parsed = plpgsql::read_body(&body, self.dialect);
+                // `EXECUTE format(..)` read as the statement it runs (same length: `map` holds).
+                let (body, dynamic) =
+                    crate::parse::dynamic::inline(&body).unwrap_or((body, Vec::new()));
+                let mut parsed = plpgsql::read_body(&body, self.dialect);
+                // A statement read from an `EXECUTE` is a template, and spans all of it.
+                for s in &mut parsed.statements {
+                    let raw = &mut s.raw;
+                    if let Some(r) = dynamic.iter().find(|r| r.contains(&raw.range.start)) {
+                        raw.template = true;
+                        if raw.range.end < r.end {
+                            raw.sql.push_str(&" ".repeat(r.end - raw.range.end));
+                            raw.range.end = r.end;
+                        }
+                    }
+                }
                 if let Some(at) = parsed.too_deep {
                     let at = map.host(at);
                     self.out.limits.push((

@@ -2,6 +2,7 @@
 
 pub mod ast;
 pub mod changes;
+pub mod dynamic;
 pub mod facts;
 pub mod feed;
 pub mod gaps;
