@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::diagnostic::Severity;
+use crate::registry::Severity;
 
 pub const FILE_NAME: &str = "txlint.toml";
 
@@ -251,7 +251,7 @@ impl Config {
         let config: Config = toml::from_str(text)
             .map_err(|e| (e.span().map(|s| line_of(s.start)), e.message().to_string()))?;
         for name in config.rules.keys() {
-            if crate::rules::find(name.get_ref()).is_none() {
+            if crate::registry::find(name.get_ref()).is_none() {
                 return Err((
                     Some(line_of(name.span().start)),
                     format!(
@@ -333,7 +333,7 @@ impl Config {
     }
 
     /// The severity a rule reports at, or `None` when it is turned off.
-    pub fn severity(&self, rule: &crate::rules::Rule) -> Option<Severity> {
+    pub fn severity(&self, rule: &crate::registry::Rule) -> Option<Severity> {
         match self.rules.get(rule.name) {
             Some(RuleLevel::Off) => None,
             Some(RuleLevel::Info) => Some(Severity::Info),

@@ -1,27 +1,8 @@
 //! What a rule reports: plain data, turned into text, JSON or SARIF by `report`.
 
-use serde::Serialize;
-
 use crate::source::Span;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// txlint's own limits (a statement it could not parse): never fails a run by default.
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
+pub use crate::registry::Severity;
 
 /// A secondary location with a short note ("the lock is taken here").
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,7 +32,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(rule: &crate::rules::Rule, span: Span, message: impl Into<String>) -> Self {
+    pub fn new(rule: &crate::registry::Rule, span: Span, message: impl Into<String>) -> Self {
         Diagnostic {
             rule: rule.name,
             severity: rule.severity,

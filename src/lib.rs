@@ -10,9 +10,11 @@ pub mod config;
 pub mod diagnostic;
 pub mod discover;
 pub mod extract;
+pub mod io;
 pub mod lsp;
 pub mod model;
 pub mod parse;
+pub mod registry;
 pub mod report;
 pub mod rules;
 pub mod source;
@@ -29,13 +31,7 @@ use model::Program;
 use rules::read_error::read_error_diagnostic;
 use source::{FileId, SourceFile, Span};
 
-/// Files larger than this are reported and not analysed.
-pub const MAX_FILE_SIZE: u64 = 64 * 1024 * 1024;
-
-/// Stack of every thread that parses and analyses: parsers and tree walks recurse per nesting
-/// level, and the inputs they are given are bounded to fit (a stack overflow aborts the whole
-/// process, with no output). Reserved, not committed: only the pages used cost memory.
-pub const STACK: usize = 256 * 1024 * 1024;
+pub use io::{MAX_FILE_SIZE, STACK, display_path};
 
 /// The result of one run.
 #[derive(Debug)]
@@ -217,7 +213,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     // Which routines the `.sql` files define, before any is parsed: statements keep only calls
     // of these (see `model::routines`).
     let routines: extract::Routines = std::sync::Arc::new(
-        parallel(sql.len(), |i| routine_names_in(&program.files[sql[i]]))
+        io::parallel(sql.len(), |i| routine_names_in(&program.files[sql[i]]))
             .into_iter()
             .flatten()
             .collect(),
@@ -335,8 +331,8 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         program: &program,
         config,
     };
-    for rule in rules::ALL {
-        if let (Some(check), Some(_)) = (rule.check, config.severity(rule)) {
+    for (rule, check) in rules::CHECKS {
+        if config.severity(rule).is_some() {
             check(&cx, &mut diagnostics);
         }
     }
@@ -350,10 +346,10 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
             .filter(|(id, _)| !scanned.contains(id))
             .flat_map(|(id, f)| suppress::scan(id, f.text())),
     );
-    let enabled = |name: &str| rules::find(name).is_some_and(|r| config.severity(r).is_some());
+    let enabled = |name: &str| registry::find(name).is_some_and(|r| config.severity(r).is_some());
     let mut diagnostics = suppress::apply(&program.files, &mut suppressions, diagnostics, &enabled);
     diagnostics.retain_mut(
-        |d| match rules::find(d.rule).and_then(|r| config.severity(r)) {
+        |d| match registry::find(d.rule).and_then(|r| config.severity(r)) {
             Some(severity) => {
                 d.severity = severity;
                 true
@@ -439,7 +435,7 @@ fn extract_sql_parallel(
         let mut read = Read::default();
         let loaded;
         let text = match f.unread {
-            true => match load(&f.path, id) {
+            true => match extract::load(&f.path, id) {
                 Ok((text, note)) => {
                     read.notes.extend(note);
                     loaded = text;
@@ -475,54 +471,7 @@ fn extract_sql_parallel(
             read,
         )
     };
-    parallel(ids.len(), |i| one(ids[i], crate_dialects[i]))
-}
-
-/// `job(0) .. job(n - 1)` on every core (up to 8 threads with a [`STACK`]-sized stack), taken
-/// in order; the results in order. Runs here when no thread can be had.
-pub(crate) fn parallel<T: Send>(n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
-        .min(n);
-    if threads <= 1 {
-        return (0..n).map(&job).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= n {
-                return done;
-            }
-            done.push((i, job(i)));
-        }
-    };
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                std::thread::Builder::new()
-                    .stack_size(STACK)
-                    .spawn_scoped(scope, work)
-            })
-            .collect();
-        let mut done = Vec::new();
-        for w in workers {
-            match w.map(|w| w.join()) {
-                Ok(Ok(results)) => done.extend(results),
-                // A panic is a bug in txlint: report it as one, not as a clean run.
-                Ok(Err(panic)) => std::panic::resume_unwind(panic),
-                // No thread to be had: the others (or this one) take its share.
-                Err(_) => {}
-            }
-        }
-        // Whatever no thread took (every spawn failed) is done here.
-        done.extend(work());
-        done
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, x)| x).collect()
+    io::parallel(ids.len(), |i| one(ids[i], crate_dialects[i]))
 }
 
 /// Lint one text as if it were a file named `name` (examples and tests).
@@ -533,113 +482,6 @@ pub fn check_source(name: &str, text: &str, config: &Config) -> Run {
 
 fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| (a.span, a.rule).cmp(&(b.span, b.rule)));
-}
-
-/// Read the file `id` of the run: its text and a note if some bytes were not UTF-8, or the
-/// `read-error` that says why it could not be read.
-pub(crate) fn load(
-    path: &Path,
-    id: source::FileId,
-) -> Result<(String, Option<Diagnostic>), Box<Diagnostic>> {
-    match read(path) {
-        Ok((text, bad_utf8)) => {
-            let note = bad_utf8.map(|offset| {
-                read_error_diagnostic(
-                    Span::new(id, offset..offset),
-                    "file is not valid UTF-8 here; invalid bytes were replaced and the rest was analysed",
-                )
-            });
-            Ok((text, note))
-        }
-        Err(message) => Err(Box::new(read_error_diagnostic(
-            Span::new(id, 0..0),
-            message,
-        ))),
-    }
-}
-
-/// The text of a file, and the offset of the first invalid UTF-8 byte if there is one.
-pub(crate) fn read(path: &Path) -> Result<(String, Option<usize>), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
-    // A FIFO or a device would block or never end.
-    if !meta.is_file() {
-        return Err("not a regular file; not read".to_string());
-    }
-    if meta.len() > MAX_FILE_SIZE {
-        return Err(format!(
-            "file is {} MiB, larger than the {} MiB txlint reads; not analysed",
-            meta.len() / (1024 * 1024),
-            MAX_FILE_SIZE / (1024 * 1024)
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read file: {e}"))?;
-    if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
-        return Err("file is UTF-16 (it starts with a UTF-16 byte-order mark); txlint reads UTF-8: save it as UTF-8, not analysed".to_string());
-    }
-    if let Some(order) = utf16_without_bom(&bytes) {
-        return Err(format!(
-            "file looks like UTF-16{order} without a byte-order mark (every other byte is NUL); txlint reads UTF-8: save it as UTF-8, not analysed"
-        ));
-    }
-    // A NUL near the start, as git tells binary files: no SQL or Rust text holds one
-    // (PostgreSQL rejects it in a query), and printing the rest would send bytes to a terminal.
-    if let Some(at) = bytes.iter().take(8000).position(|&b| b == 0) {
-        return Err(format!(
-            "binary file (a NUL byte at offset {at}), not SQL or Rust text; not analysed"
-        ));
-    }
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok((text, None)),
-        Err(e) => {
-            let offset = e.utf8_error().valid_up_to();
-            Ok((replace_invalid(e.into_bytes()), Some(offset)))
-        }
-    }
-}
-
-/// `LE` or `BE` when the file's start reads as UTF-16 text with no byte-order mark: nearly
-/// every pair of bytes is one character and a NUL, in the same order (UTF-8 text has no NULs
-/// there, so PostgreSQL would reject it anyway).
-fn utf16_without_bom(bytes: &[u8]) -> Option<&'static str> {
-    let head = &bytes[..bytes.len().min(4096) & !1];
-    let pairs = head.len() / 2;
-    if pairs < 2 {
-        return None;
-    }
-    let count = |f: fn(&[u8]) -> bool| head.chunks_exact(2).filter(|p| f(p)).count();
-    let le = count(|p| p[0] != 0 && p[1] == 0);
-    let be = count(|p| p[0] == 0 && p[1] != 0);
-    match (le * 10 >= pairs * 9, be * 10 >= pairs * 9) {
-        (true, _) => Some("LE"),
-        (_, true) => Some("BE"),
-        _ => None,
-    }
-}
-
-/// The text with each byte that is not part of valid UTF-8 replaced by one byte (U+001A), so
-/// that byte offsets stay those of the file.
-fn replace_invalid(mut bytes: Vec<u8>) -> String {
-    let mut at = 0;
-    loop {
-        match std::str::from_utf8(&bytes[at..]) {
-            Ok(_) => break,
-            Err(e) => {
-                let bad = at + e.valid_up_to();
-                let n = e.error_len().unwrap_or(bytes.len() - bad);
-                bytes[bad..bad + n].fill(0x1a);
-                at = bad + n;
-            }
-        }
-    }
-    String::from_utf8(bytes).unwrap_or_default()
-}
-
-/// `path` relative to `cwd` when it is below it, with `/` separators.
-pub fn display_path(path: &Path, cwd: &Path) -> String {
-    let abs = cwd.join(path);
-    let shown = abs.strip_prefix(cwd).unwrap_or(path);
-    let s = shown.to_string_lossy().replace('\\', "/");
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
 /// The project a file belongs to: the nearest folder above it with a `Cargo.toml`,

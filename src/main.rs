@@ -10,7 +10,7 @@ use txlint::config::Config;
 use txlint::diagnostic::Severity;
 use txlint::report::graph::GraphFormat;
 use txlint::report::{self, Format, TextStyle};
-use txlint::{discover, rules};
+use txlint::{discover, registry};
 
 /// Static linter for SQL concurrency bugs: lost updates, lock-order deadlocks, transaction-scoped
 /// locks taken outside a transaction, and more.
@@ -284,10 +284,14 @@ fn main() -> ExitCode {
         Command::Witness { at, format, config } => witness(&at, format, config.as_deref()),
         Command::Rules { markdown } => {
             if markdown {
-                return emit(&rules::index_markdown());
+                return emit(&registry::index_markdown());
             }
-            let width = rules::ALL.iter().map(|r| r.name.len()).max().unwrap_or(0);
-            let list: String = rules::ALL
+            let width = registry::ALL
+                .iter()
+                .map(|r| r.name.len())
+                .max()
+                .unwrap_or(0);
+            let list: String = registry::ALL
                 .iter()
                 .map(|r| {
                     format!(
@@ -305,7 +309,7 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "txlint", &mut script);
             emit(&String::from_utf8_lossy(&script))
         }
-        Command::Explain { rule } => match rules::find(&rule) {
+        Command::Explain { rule } => match registry::find(&rule) {
             Some(r) => emit(r.doc),
             None => {
                 eprintln!("txlint: unknown rule `{rule}`; `txlint rules` lists the rules");
@@ -437,7 +441,7 @@ fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -
     let here: Vec<&txlint::diagnostic::Diagnostic> = run
         .diagnostics
         .iter()
-        .filter(|d| rules::find(d.rule).is_some_and(|r| r.check.is_some()))
+        .filter(|d| registry::find(d.rule).is_some_and(|r| r.core))
         .filter(|d| {
             let f = &run.program.files[d.span.file];
             same(&f.path) && f.line(d.span.start()) == line
@@ -645,7 +649,7 @@ fn check(args: CheckArgs) -> ExitCode {
         }
     }
     for name in args.select.iter().chain(&args.ignore) {
-        if rules::find(name).is_none() {
+        if registry::find(name).is_none() {
             return fail(format!(
                 "unknown rule `{name}`; `txlint rules` lists the rules"
             ));
@@ -661,7 +665,7 @@ fn check(args: CheckArgs) -> ExitCode {
             .diagnostics
             .iter()
             .map(|d| {
-                let core = rules::find(d.rule).is_some_and(|r| r.check.is_some());
+                let core = registry::find(d.rule).is_some_and(|r| r.core);
                 core.then(|| index.of(d))
             })
             .collect();

@@ -38,7 +38,7 @@ impl Dialect {
     }
 }
 
-/// Index of a file in [`crate::model::Program::files`].
+/// Index of a file in the run's files (`model::Program::files`).
 pub type FileId = usize;
 
 /// A byte range in one host file.
@@ -142,7 +142,7 @@ impl SourceFile {
     pub fn text(&self) -> &str {
         match self.dropped {
             None => &self.text,
-            Some(len) => self.back.get_or_init(|| match crate::read(&self.path) {
+            Some(len) => self.back.get_or_init(|| match crate::io::read(&self.path) {
                 Ok((text, _)) if text.len() == len => text,
                 _ => String::new(),
             }),
@@ -409,7 +409,7 @@ pub fn is_rust(path: &std::path::Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("rs"))
 }
 
-/// An offset in 32 bits: files are at most [`crate::MAX_FILE_SIZE`]; a larger document (an
+/// An offset in 32 bits: files are at most [`crate::io::MAX_FILE_SIZE`]; a larger document (an
 /// editor's buffer) keeps its positions up to 4 GiB.
 fn narrow(offset: usize) -> u32 {
     u32::try_from(offset).unwrap_or(u32::MAX)

@@ -103,7 +103,7 @@ pub fn apply(
             ));
         }
         for (rule, used) in s.rules.iter().zip(&s.used) {
-            if rules::find(rule).is_none() {
+            if crate::registry::find(rule).is_none() {
                 unused.push(unused_suppression_diagnostic(
                     s.span,
                     format!("suppression names unknown rule `{rule}`"),

@@ -384,7 +384,7 @@ fn rules_and_explain() {
     let d = Dir::new("rules");
     let o = txlint(d.path(), &["rules"]);
     assert_eq!(o.status.code(), Some(0));
-    for r in txlint::rules::ALL {
+    for r in txlint::registry::ALL {
         assert!(stdout(&o).contains(r.name));
     }
     let o = txlint(d.path(), &["explain", "xact-lock-outside-transaction"]);

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use txlint::rules::ALL;
+use txlint::registry::ALL;
 
 fn names_in(dir: &str, ext: &str) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -91,7 +91,7 @@ fn rule_index_is_generated() {
     let on_disk = std::fs::read_to_string("docs/rules.md").expect("docs/rules.md");
     assert_eq!(
         on_disk,
-        txlint::rules::index_markdown(),
+        txlint::registry::index_markdown(),
         "regenerate with `cargo run -- rules --markdown > docs/rules.md`"
     );
 }

@@ -4,7 +4,7 @@
 //! in the tag set the config.
 
 use txlint::config::Config;
-use txlint::rules::ALL;
+use txlint::registry::ALL;
 
 struct Block {
     line: usize,
@@ -83,7 +83,7 @@ fn main() {
 
 /// An `expect_diagnostic` block gives exactly one diagnostic, of its page's rule; any other
 /// block gives none.
-fn example(rule: &txlint::rules::Rule, b: &Block) -> Result<(), String> {
+fn example(rule: &txlint::registry::Rule, b: &Block) -> Result<(), String> {
     let config = Config::parse(&b.config).map_err(|e| format!("example config: {e:?}"))?;
     let name = if b.lang == "rust" {
         "example.rs"
@@ -118,7 +118,7 @@ fn example(rule: &txlint::rules::Rule, b: &Block) -> Result<(), String> {
 }
 
 fn every_rule_over_the_model_has_both_kinds_of_example() {
-    for rule in ALL.iter().filter(|r| r.check.is_some()) {
+    for rule in ALL.iter().filter(|r| r.core) {
         let b = blocks(rule.doc);
         assert!(
             b.iter().any(|b| b.expect),

@@ -234,7 +234,7 @@ fn every_finding_has_a_witness_or_a_reason() {
         let cwd = std::env::current_dir().unwrap();
         let run = txlint::check_paths(&paths, &cwd, &config(&texts));
         for d in &run.diagnostics {
-            let core = txlint::rules::find(d.rule).is_some_and(|r| r.check.is_some());
+            let core = txlint::registry::find(d.rule).is_some_and(|r| r.core);
             if !core {
                 continue;
             }

@@ -487,7 +487,7 @@ fn hover_and_code_description_link_the_rule_page() {
         "SELECT 1;\nSELECT pg_advisory_xact_lock(1);\n",
     );
     assert_eq!(found.len(), 1);
-    let rule = txlint::rules::find("xact-lock-outside-transaction").unwrap();
+    let rule = txlint::registry::find("xact-lock-outside-transaction").unwrap();
     assert_eq!(found[0]["codeDescription"]["href"], rule.url());
     let on = request(
         &client,

@@ -81,7 +81,7 @@ fn sarif_has_what_code_scanning_needs() {
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(run0["columnKind"], "unicodeCodePoints");
     let rules = run0["tool"]["driver"]["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), txlint::rules::ALL.len());
+    assert_eq!(rules.len(), txlint::registry::ALL.len());
     for r in rules {
         for key in ["shortDescription", "fullDescription"] {
             let text = r[key]["text"].as_str().unwrap();

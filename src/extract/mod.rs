@@ -13,6 +13,7 @@ use sqlparser::dialect::{
     SQLiteDialect,
 };
 
+use crate::diagnostic::Diagnostic;
 use crate::model::{List, Name, Step, Unit};
 use crate::parse::facts::{ParseFailure, Reader};
 use crate::parse::split::RawStatement;
@@ -326,6 +327,28 @@ impl std::ops::AddAssign for Stats {
         self.parsed += o.parsed;
         self.fallback += o.fallback;
         self.rust_skipped += o.rust_skipped;
+    }
+}
+
+/// Read the file `id` of the run: its text and a note if some bytes were not UTF-8, or the
+/// `read-error` that says why it could not be read.
+pub(crate) fn load(
+    path: &std::path::Path,
+    id: FileId,
+) -> Result<(String, Option<Diagnostic>), Box<Diagnostic>> {
+    let read_error =
+        |span: Span, message: String| Diagnostic::new(&crate::registry::READ_ERROR, span, message);
+    match crate::io::read(path) {
+        Ok((text, bad_utf8)) => {
+            let note = bad_utf8.map(|offset| {
+                read_error(
+                    Span::new(id, offset..offset),
+                    "file is not valid UTF-8 here; invalid bytes were replaced and the rest was analysed".to_string(),
+                )
+            });
+            Ok((text, note))
+        }
+        Err(message) => Err(Box::new(read_error(Span::new(id, 0..0), message))),
     }
 }
 

@@ -272,7 +272,7 @@ fn hover(params: &Value, docs: &HashMap<String, Doc>, utf8: bool) -> Value {
     for d in &doc.found {
         let start = offset_of(&doc.text, &d["range"]["start"], utf8);
         let end = offset_of(&doc.text, &d["range"]["end"], utf8);
-        let Some(rule) = d["code"].as_str().and_then(crate::rules::find) else {
+        let Some(rule) = d["code"].as_str().and_then(crate::registry::find) else {
             continue;
         };
         if start <= at && at <= end.max(start + 1) {
@@ -412,7 +412,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
     if on_disk && !crate::discover::Selection::new(&config).selects(&path, folder) {
         return Vec::new();
     }
-    let display = crate::display_path(&path, cwd);
+    let display = crate::io::display_path(&path, cwd);
     // The rest of the project is context, as for `txlint check` on named files: its schema,
     // routines and the other side of a lock cycle count; only this document is reported on.
     let context = match on_disk {
@@ -464,7 +464,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
                     Severity::Info => 3,
                 },
                 "code": d.rule,
-                "codeDescription": crate::rules::find(d.rule).map(|r| json!({ "href": r.url() })),
+                "codeDescription": crate::registry::find(d.rule).map(|r| json!({ "href": r.url() })),
                 "source": "txlint",
                 "message": message,
                 "relatedInformation": related,

@@ -29,7 +29,7 @@ pub struct Program {
     /// What each Rust helper that callers walk in place does to the handles it gets (for
     /// `txlint model`; the rules read the callers' units).
     pub summaries: Vec<Summary>,
-    /// Calls that send SQL txlint could not read (see [`crate::extract::Extracted`]), in
+    /// Calls that send SQL txlint could not read (see `extract::Extracted`), in
     /// file order.
     pub unread_sql: Vec<Span>,
     /// The units writing each table: the first one's position in `units`, and whether there
@@ -347,6 +347,15 @@ impl TriggerEvents {
             _ => None,
         }
     }
+}
+
+/// Something a parser could not read: where and why (a `syntax-error`).
+#[derive(Debug)]
+pub struct ParseFailure {
+    pub span: Span,
+    pub message: String,
+    /// A host-language file (Rust) rather than one SQL statement.
+    pub host: bool,
 }
 
 /// A table name that is a hole of a template (`format!("... {table} ...")`, blanked to

@@ -16,14 +16,7 @@ use crate::model::*;
 use crate::source::Dialect;
 use crate::source::{FileId, OffsetMap, Span};
 
-/// Something a parser could not read: where and why.
-#[derive(Debug)]
-pub struct ParseFailure {
-    pub span: Span,
-    pub message: String,
-    /// A host-language file (Rust) rather than one SQL statement.
-    pub host: bool,
-}
+pub use crate::model::ParseFailure;
 
 /// Reads statements of one text (a file, a body) into facts.
 pub struct Reader<'a> {

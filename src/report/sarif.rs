@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::Run;
 use crate::diagnostic::Severity;
-use crate::rules::{ALL, Rule};
+use crate::registry::{ALL, Rule};
 use crate::source::Span;
 
 const MAX_DESCRIPTION: usize = 1024;
@@ -66,7 +66,7 @@ pub fn render(run: &Run) -> String {
                 "name": "txlint",
                 "version": env!("CARGO_PKG_VERSION"),
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
-                "informationUri": crate::rules::HOME,
+                "informationUri": crate::registry::HOME,
                 "rules": rules,
             }},
             "originalUriBaseIds": { "%SRCROOT%": { "uri": root.uri } },

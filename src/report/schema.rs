@@ -17,7 +17,7 @@ pub fn render(run: &Run) -> String {
             let cwd = std::env::current_dir().unwrap_or_default();
             let at = package
                 .as_deref()
-                .map_or(".".into(), |p| crate::display_path(p, &cwd));
+                .map_or(".".into(), |p| crate::io::display_path(p, &cwd));
             let _ = writeln!(
                 out,
                 "# package {at}: its tables and those of the packages around it"

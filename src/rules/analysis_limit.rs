@@ -2,16 +2,10 @@
 //! Reported by the rules themselves, once per unit and rule, so that no input can make a run
 //! slow without saying so.
 
-use super::Rule;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::source::Span;
 
-pub const RULE: Rule = Rule {
-    name: "analysis-limit",
-    severity: Severity::Info,
-    doc: include_str!("../../rules/analysis-limit.md"),
-    check: None,
-};
+pub use crate::registry::ANALYSIS_LIMIT as RULE;
 
 /// Candidate statements a pairing rule looks at per write (the nearest first).
 pub const CANDIDATES: usize = 1_000;

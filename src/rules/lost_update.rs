@@ -1,21 +1,16 @@
 //! `lost-update`: a value is read, changed outside SQL and written back with nothing that
 //! stops a concurrent run from doing the same in between.
 
+use super::Context;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
-use super::{Context, Rule};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::model::flow::{At, Flow, field_of_read, is_var, value_key};
 use crate::model::*;
 use crate::source::Span;
 
-pub const RULE: Rule = Rule {
-    name: "lost-update",
-    severity: Severity::Error,
-    doc: include_str!("../../rules/lost-update.md"),
-    check: Some(check),
-};
+pub use crate::registry::LOST_UPDATE as RULE;
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         let flow = Flow::new(unit);
         let mut limited = None;

@@ -2,19 +2,14 @@
 //! that do not exist yet, the children of a locked parent, or a set counted after locking one
 //! row.
 
-use super::{Context, Rule};
-use crate::diagnostic::{Diagnostic, Severity};
+use super::Context;
+use crate::diagnostic::Diagnostic;
 use crate::model::flow::{At, Flow, advisory_locks_before, value_key};
 use crate::model::*;
 
-pub const RULE: Rule = Rule {
-    name: "row-lock-predicate-gap",
-    severity: Severity::Error,
-    doc: include_str!("../../rules/row-lock-predicate-gap.md"),
-    check: Some(check),
-};
+pub use crate::registry::ROW_LOCK_PREDICATE_GAP as RULE;
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         let flow = Flow::new(unit);
         let steps = &flow.steps;

@@ -1,20 +1,15 @@
 //! `session-lock-on-pool`: a session advisory lock whose lock and unlock can land on different
 //! sessions, or that goes back to the pool still held.
 
-use super::{Context, Rule, at_the_call};
+use super::{Context, at_the_call};
 use crate::config::PoolMode;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::model::*;
 use crate::source::Span;
 
-pub const RULE: Rule = Rule {
-    name: "session-lock-on-pool",
-    severity: Severity::Error,
-    doc: include_str!("../../rules/session-lock-on-pool.md"),
-    check: Some(check),
-};
+pub use crate::registry::SESSION_LOCK_ON_POOL as RULE;
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     let transaction_pooling = cx.config.pool_mode == PoolMode::Transaction;
     if !transaction_pooling {
         returned_holding(cx, out);

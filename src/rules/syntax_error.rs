@@ -1,15 +1,9 @@
 //! `syntax-error`: a statement sqlparser could not parse.
 
-use super::Rule;
-use crate::diagnostic::{Diagnostic, Severity};
-use crate::parse::facts::ParseFailure;
+use crate::diagnostic::Diagnostic;
+use crate::model::ParseFailure;
 
-pub const RULE: Rule = Rule {
-    name: "syntax-error",
-    severity: Severity::Info,
-    doc: include_str!("../../rules/syntax-error.md"),
-    check: None,
-};
+pub use crate::registry::SYNTAX_ERROR as RULE;
 
 pub fn syntax_error_diagnostic(failure: &ParseFailure) -> Diagnostic {
     if failure.host {

@@ -4,19 +4,14 @@
 //! The races are `check-then-act`'s (its search finds them, see [`search`]); that rule stays
 //! silent where a unique key refuses the duplicate, and this one reports what the loser gets.
 
+use super::Context;
 use super::check_then_act::{Report, search};
-use super::{Context, Rule};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::model::*;
 
-pub const RULE: Rule = Rule {
-    name: "unique-violation-unhandled",
-    severity: Severity::Warning,
-    doc: include_str!("../../rules/unique-violation-unhandled.md"),
-    check: Some(check),
-};
+pub use crate::registry::UNIQUE_VIOLATION_UNHANDLED as RULE;
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     search(cx, Report::Refusals, out);
 }
 

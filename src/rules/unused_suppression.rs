@@ -1,15 +1,9 @@
 //! `unused-suppression`: a `txlint: ignore` comment that suppresses nothing.
 
-use super::Rule;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::source::Span;
 
-pub const RULE: Rule = Rule {
-    name: "unused-suppression",
-    severity: Severity::Warning,
-    doc: include_str!("../../rules/unused-suppression.md"),
-    check: None,
-};
+pub use crate::registry::UNUSED_SUPPRESSION as RULE;
 
 pub fn unused_suppression_diagnostic(span: Span, message: impl Into<String>) -> Diagnostic {
     Diagnostic::new(&RULE, span, message)

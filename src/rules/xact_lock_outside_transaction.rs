@@ -2,19 +2,14 @@
 //! the statement, or released by `ROLLBACK TO SAVEPOINT` or a procedure's `COMMIT` before the
 //! work it protects.
 
-use super::{Context, Rule};
-use crate::diagnostic::{Diagnostic, Severity};
+use super::Context;
+use crate::diagnostic::Diagnostic;
 use crate::model::*;
 use crate::source::Span;
 
-pub const RULE: Rule = Rule {
-    name: "xact-lock-outside-transaction",
-    severity: Severity::Error,
-    doc: include_str!("../../rules/xact-lock-outside-transaction.md"),
-    check: Some(check),
-};
+pub use crate::registry::XACT_LOCK_OUTSIDE_TRANSACTION as RULE;
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in &cx.program.units {
         let first = out.len();
         for tx in &unit.transactions {

@@ -948,7 +948,7 @@ impl<'a> Walker<'a, '_> {
         let p = self.parsed();
         let base = p.path.to_string_lossy();
         let display = match base.strip_suffix(p.display.as_str()) {
-            Some(root) => crate::display_path(&path, Path::new(root)),
+            Some(root) => crate::io::display_path(&path, Path::new(root)),
             None => path.to_string_lossy().into_owned(),
         };
         let make = || SourceFile::new(path.clone(), display, text.clone());

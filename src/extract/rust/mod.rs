@@ -164,7 +164,7 @@ pub fn extract(
             std::sync::Mutex::new(own)
         })
         .collect();
-    let results = crate::parallel(work.len(), |b| {
+    let results = crate::io::parallel(work.len(), |b| {
         let own = work[b]
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
@@ -205,7 +205,7 @@ fn macro_users(
     for &i in skipped {
         let (id, f) = &mut own[i];
         if f.text().is_empty() {
-            match crate::load(&f.path, *id) {
+            match crate::extract::load(&f.path, *id) {
                 Ok((text, _)) if finder.in_text(&text) => f.set_text(text),
                 Ok(_) => continue,
                 Err(read_error) => {
@@ -268,7 +268,7 @@ fn batch(
     for (i, (id, f)) in own.iter_mut().enumerate() {
         if f.unread {
             f.unread = false;
-            match crate::load(&f.path, *id) {
+            match crate::extract::load(&f.path, *id) {
                 Ok((text, note)) => {
                     front.out.notes.extend(note);
                     late.insert(*id);

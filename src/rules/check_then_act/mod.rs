@@ -8,20 +8,15 @@ use super::unique_violation_unhandled as refused;
 
 mod picked;
 mod replace;
-use super::{Context, Rule, at_the_call};
-use crate::diagnostic::{Diagnostic, Severity};
+use super::{Context, at_the_call};
+use crate::diagnostic::Diagnostic;
 use crate::model::flow::{
     At, Flow, advisory_locks_before, from_held_rows, is_var, one_row_lock_before, param_key,
     value_key,
 };
 use crate::model::*;
 
-pub const RULE: Rule = Rule {
-    name: "check-then-act",
-    severity: Severity::Error,
-    doc: include_str!("../../../rules/check-then-act.md"),
-    check: Some(check),
-};
+pub use crate::registry::CHECK_THEN_ACT as RULE;
 
 /// What a [`search`] reports: this rule's races, or the races a unique key settles by failing
 /// the second insert, where the code lets that error through ([`refused`]).
@@ -31,7 +26,7 @@ pub(super) enum Report {
     Refusals,
 }
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     search(cx, Report::Races, out);
 }
 

@@ -7,23 +7,18 @@ mod cascade;
 mod keys;
 mod upsert;
 
+use super::Context;
 use super::analysis_limit::analysis_limit_diagnostic;
-use super::{Context, Rule};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::model::flow::{self, from_held_rows, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
 use crate::source::Span;
 use keys::{KeyPart, names_the_written_row, read_from, row_key};
 
-pub const RULE: Rule = Rule {
-    name: "lock-order-inversion",
-    severity: Severity::Error,
-    doc: include_str!("../../../rules/lock-order-inversion.md"),
-    check: Some(check),
-};
+pub use crate::registry::LOCK_ORDER_INVERSION as RULE;
 
-fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     let g = lockgraph::build(cx.program);
     for cycle in g
         .cycles

@@ -83,7 +83,7 @@ pub(super) fn mark(
     // A file that cannot be read again is one whose mentions cannot all be read (see above).
     let unparsed: Vec<(usize, String)> = unparsed
         .into_iter()
-        .filter_map(|i| Some((i, crate::read(&own.get(i)?.1.path).ok()?.0)))
+        .filter_map(|i| Some((i, crate::io::read(&own.get(i)?.1.path).ok()?.0)))
         .collect();
     let mut texts: Vec<Text> = own
         .iter()
