@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Run;
 use crate::report::sarif::{Root, fingerprints};
+use crate::run::Run;
 
 #[derive(Serialize, Deserialize)]
 struct File {

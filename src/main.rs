@@ -464,7 +464,7 @@ fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -
         };
         return fail(format!("no finding at {}: {hint}", at.to_string_lossy()));
     }
-    let index = txlint::witness::Witnesses::new(&run);
+    let index = txlint::witness::Witnesses::new(&run.program);
     let results: Vec<_> = here.iter().map(|d| index.of(d)).collect();
     let out = match format {
         WitnessFormat::Json => {
@@ -660,7 +660,7 @@ fn check(args: CheckArgs) -> ExitCode {
             && !args.ignore.iter().any(|r| r == d.rule)
     });
     if args.witness {
-        let index = txlint::witness::Witnesses::new(&run);
+        let index = txlint::witness::Witnesses::new(&run.program);
         let witnesses = run
             .diagnostics
             .iter()

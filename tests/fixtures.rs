@@ -238,7 +238,7 @@ fn every_finding_has_a_witness_or_a_reason() {
             if !core {
                 continue;
             }
-            match txlint::witness::witness(&run, d) {
+            match txlint::witness::witness(&run.program, d) {
                 Ok(w) => {
                     written += 1;
                     let sessions: std::collections::BTreeSet<char> =

@@ -8,6 +8,12 @@ use std::path::Path;
 /// Each top-level module (from `src/lib.rs`) and the other top-level modules its code names
 /// (`crate::x`), comments left out.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    names(true)
+}
+
+/// Each top-level module and what its code names of the crate: other modules (`modules`), or
+/// items of `lib.rs` itself (`!modules`).
+fn names(modules_only: bool) -> BTreeMap<String, BTreeSet<String>> {
     let lib = std::fs::read_to_string("src/lib.rs").expect("src/lib.rs");
     let modules: BTreeSet<String> = lib
         .lines()
@@ -29,7 +35,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
                         .chars()
                         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                         .collect();
-                    if modules.contains(&name) && name != *m {
+                    if modules.contains(&name) == modules_only && name != *m {
                         names.insert(name);
                     }
                 }
@@ -91,4 +97,16 @@ fn rules_read_the_model_not_how_it_was_built() {
         .filter(|m| !allowed.contains(&m.as_str()))
         .collect();
     assert!(extra.is_empty(), "rules import {extra:?}");
+}
+
+#[test]
+fn only_the_language_server_calls_up_into_lib_rs() {
+    for (m, items) in names(false) {
+        let allowed: &[&str] = if m == "lsp" { &["check_document"] } else { &[] };
+        let extra: Vec<&String> = items
+            .iter()
+            .filter(|i| !allowed.contains(&i.as_str()))
+            .collect();
+        assert!(extra.is_empty(), "{m} names {extra:?} of lib.rs");
+    }
 }

@@ -1083,7 +1083,7 @@ impl Reader<'_> {
 /// Parentheses nested in one statement that sqlparser is given (its own limit is lower).
 const NESTING: usize = 1_000;
 /// Operators between two commas of one parenthesis level: each makes the expression tree
-/// one level deeper, and walking or dropping that tree recurses (within [`crate::STACK`]).
+/// one level deeper, and walking or dropping that tree recurses (within [`crate::io::STACK`]).
 const CHAIN: usize = 10_000;
 
 /// Statements longer than this are read from their tokens only: sqlparser's tokens and tree for

@@ -1,8 +1,8 @@
 //! GitHub Actions workflow commands: one `::error`/`::warning`/`::notice` line per finding,
 //! which the Actions runner turns into annotations on the pull request's diff.
 
-use crate::Run;
 use crate::diagnostic::Severity;
+use crate::run::Run;
 
 pub fn render(run: &Run) -> String {
     let root = super::sarif::Root::of(run);

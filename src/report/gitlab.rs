@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::Run;
 use crate::diagnostic::Severity;
+use crate::run::Run;
 
 pub fn render(run: &Run) -> String {
     let root = super::sarif::Root::of(run);

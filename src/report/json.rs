@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::counts;
-use crate::Run;
+use crate::run::Run;
 use crate::source::Span;
 
 #[derive(Serialize)]

@@ -1,4 +1,4 @@
-//! Reporters: one function per output format, all fed the same [`crate::Run`].
+//! Reporters: one function per output format, all fed the same [`crate::run::Run`].
 
 pub mod concise;
 pub mod github;
@@ -10,8 +10,8 @@ pub mod sarif;
 pub mod schema;
 pub mod text;
 
-use crate::Run;
 use crate::diagnostic::Severity;
+use crate::run::Run;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

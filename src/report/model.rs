@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::Run;
 use crate::model::*;
+use crate::run::Run;
 
 fn executor(e: Executor) -> &'static str {
     match e {

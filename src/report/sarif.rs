@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use crate::Run;
 use crate::diagnostic::Severity;
 use crate::registry::{ALL, Rule};
+use crate::run::Run;
 use crate::source::Span;
 
 const MAX_DESCRIPTION: usize = 1024;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::Run;
+use crate::run::Run;
 
 pub fn render(run: &Run) -> String {
     let shown = run.program.schemas.shown();

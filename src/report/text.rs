@@ -10,8 +10,8 @@ use miette::{
 
 use super::concise::escaped;
 use super::{TextStyle, counts};
-use crate::Run;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::run::Run;
 use crate::source::{SourceFile, Span};
 
 /// A source file as miette reads it, named by its display path, without copying its text

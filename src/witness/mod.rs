@@ -15,7 +15,6 @@ use serde::Serialize;
 mod routine;
 mod setup;
 
-use crate::Run;
 use crate::diagnostic::Diagnostic;
 use crate::model::*;
 use crate::source::Span;
@@ -51,28 +50,28 @@ pub struct WitnessStep {
 
 /// The witness for `d`, or what is missing to write one (for many findings of one run, build a
 /// [`Witnesses`] once).
-pub fn witness(run: &Run, d: &Diagnostic) -> Result<Witness, String> {
-    Witnesses::new(run).of(d)
+pub fn witness(program: &Program, d: &Diagnostic) -> Result<Witness, String> {
+    Witnesses::new(program).of(d)
 }
 
 /// The run's statements by place, to find each finding's statements without a scan of the
 /// whole model per finding.
 pub struct Witnesses<'r> {
-    run: &'r Run,
+    program: &'r Program,
     /// Every step, by (file, start).
     steps: Vec<At<'r>>,
 }
 
 impl<'r> Witnesses<'r> {
-    pub fn new(run: &'r Run) -> Self {
+    pub fn new(program: &'r Program) -> Self {
         let mut steps: Vec<At<'r>> = Vec::new();
-        for unit in &run.program.units {
+        for unit in &program.units {
             for tx in &unit.transactions {
                 steps.extend(tx.steps.iter().map(|step| At { step, tx, unit }));
             }
         }
         steps.sort_by_key(|a| (a.step.span.file, a.step.span.start()));
-        Witnesses { run, steps }
+        Witnesses { program, steps }
     }
 
     /// The innermost statement around `s` (a routine body's, not the `CREATE FUNCTION` around
@@ -91,15 +90,14 @@ impl<'r> Witnesses<'r> {
     }
 
     pub fn of(&self, d: &Diagnostic) -> Result<Witness, String> {
-        build(self.run, d, self)
+        build(self.program, d, self)
     }
 }
 
 /// Statements looked back over for the one around a span: nested bodies are shallow.
 const LOOK_BACK: usize = 64;
 
-fn build(run: &Run, d: &Diagnostic, index: &Witnesses) -> Result<Witness, String> {
-    let program = &run.program;
+fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness, String> {
     let file = &program.files[d.span.file];
     let at = format!("{}:{}", file.display, file.line(d.span.start()));
     if crate::source::is_rust(&file.path) {

@@ -22,7 +22,7 @@ fn witness_at(path: &str, line: usize, config: Config) -> Witness {
         .iter()
         .find(|d| run.program.files[d.span.file].line(d.span.start()) == line)
         .unwrap_or_else(|| panic!("no finding at {path}:{line}: {:#?}", run.diagnostics));
-    txlint::witness::witness(&run, d).unwrap_or_else(|why| panic!("no witness: {why}"))
+    txlint::witness::witness(&run.program, d).unwrap_or_else(|why| panic!("no witness: {why}"))
 }
 
 /// Run the witness's steps in order; the outputs, by step. `alone`: one session's steps by
@@ -192,7 +192,7 @@ fn witness_says_what_is_missing() {
             .iter()
             .find(|d| run.program.files[d.span.file].line(d.span.start()) == line)
             .unwrap();
-        txlint::witness::witness(&run, d).expect_err("no witness")
+        txlint::witness::witness(&run.program, d).expect_err("no witness")
     };
     assert!(missing("lock-order-inversion/advisory.sql", 14).contains("host code"));
     assert!(missing("lost-update/sqlx.rs", 11).contains("Rust code"));
@@ -225,7 +225,7 @@ fn every_fixture_witness_shows_its_race() {
         let config = Config::parse(&toml).unwrap();
         let run = txlint::check_paths(std::slice::from_ref(&f), &cwd, &config);
         for d in &run.diagnostics {
-            if let Ok(w) = txlint::witness::witness(&run, d) {
+            if let Ok(w) = txlint::witness::witness(&run.program, d) {
                 shows_the_race(&w);
                 shown.push(w.at);
             }
@@ -246,7 +246,7 @@ fn no_witness_through_a_trigger() {
         .iter()
         .find(|d| d.rule == "check-then-act")
         .expect("the cap finding");
-    let why = txlint::witness::witness(&run, d).expect_err("no witness");
+    let why = txlint::witness::witness(&run.program, d).expect_err("no witness");
     assert!(why.contains("runs through a call or a trigger"), "{why}");
 }
 

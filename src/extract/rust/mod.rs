@@ -837,7 +837,7 @@ struct Held {
     ran: bool,
 }
 
-/// Expressions the walker follows into one another before it stops (within [`crate::STACK`]).
+/// Expressions the walker follows into one another before it stops (within [`crate::io::STACK`]).
 const MAX_DEPTH: usize = 4_000;
 
 const UNKNOWN: usize = 0;
