@@ -8,7 +8,7 @@ use super::session::SessionWalker;
 use super::{Extracted, Front, MAX_STATEMENTS, RoutineEvent};
 use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
-use crate::parse::lex::{Kind, Token, is_ident};
+use crate::parse::lex::{Kind, Token, is_ident, string_body};
 use crate::parse::split::{RawStatement, split_each};
 use crate::parse::{plpgsql, split as splitter};
 use crate::source::{Dialect, FileId, OffsetMap, Span};
@@ -676,40 +676,6 @@ pub(super) fn paren_group<'t>(
         }
     }
     Some(g)
-}
-
-/// The text of a string token and where each of its bytes is in the host.
-fn string_body(src: &str, tok: &Token) -> Option<(String, OffsetMap)> {
-    let text = tok.text(src);
-    if let Some(after) = text.strip_prefix('$') {
-        let n = after.find('$')? + 2;
-        let tag = &text[..n];
-        let inner_end = if text.len() >= 2 * n && text.ends_with(tag) {
-            text.len() - n
-        } else {
-            text.len()
-        };
-        return Some((
-            text[n..inner_end].to_string(),
-            OffsetMap::shifted(tok.start + n),
-        ));
-    }
-    if !text.starts_with('\'') {
-        return None; // E'' bodies with backslash escapes are not read
-    }
-    let inner = text[1..].strip_suffix('\'').unwrap_or(&text[1..]);
-    let mut body = String::with_capacity(inner.len());
-    let mut map = OffsetMap::shifted(tok.start + 1);
-    let mut rest = inner;
-    let mut host = tok.start + 1;
-    while let Some(i) = rest.find("''") {
-        body.push_str(&rest[..=i]);
-        host += i + 2;
-        map.push(body.len(), host);
-        rest = &rest[i + 2..];
-    }
-    body.push_str(rest);
-    Some((body, map))
 }
 
 /// Words of `tokens` that name a known variable.

@@ -694,6 +694,12 @@ impl Step {
         self.host.as_deref().unwrap_or(&NO_HOST)
     }
 
+    /// A statement of a trigger (or routine) that `w` runs: a copy listing `w` among its call
+    /// sites.
+    pub fn run_by(&self, w: &Step) -> bool {
+        self.host().calls.contains(&w.span)
+    }
+
     /// The columns an upsert sets on a conflict whatever the row already there holds: `DO
     /// UPDATE SET c = v` with no `WHERE`, `v` reading nothing of that row (only `excluded`,
     /// parameters, literals, variables; `SET n = t.n + 1` and `SET n = n + 1` read it).

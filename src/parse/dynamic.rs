@@ -15,7 +15,7 @@
 //! Anything else (a query text in a variable, `E'..'` strings, a rewritten statement longer
 //! than the `EXECUTE` it replaces) is left as it was, and read as before: not at all.
 
-use super::lex::{Kind, Lexer, Token};
+use super::lex::{Kind, Lexer, Token, string_body};
 use crate::source::Dialect;
 
 /// A table name part that stands for a value txlint cannot know (see `model::is_hole`).
@@ -260,18 +260,9 @@ fn value(src: &str, t: &[Token]) -> String {
     }
 }
 
-/// The text of a string literal: `'it''s'` is `it's`, `$q$..$q$` its content; `None` for
-/// escape strings (`E'..'`), whose backslashes are not read here.
+/// The text of a string literal (see [`string_body`]).
 fn literal(src: &str, t: &Token) -> Option<String> {
-    let text = t.text(src);
-    if let Some(inner) = text.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-        return Some(inner.replace("''", "'"));
-    }
-    let tag_end = text.strip_prefix('$')?.find('$')? + 2;
-    let tag = &text[..tag_end];
-    text.strip_prefix(tag)?
-        .strip_suffix(tag)
-        .map(str::to_string)
+    string_body(src, t).map(|(text, _)| text)
 }
 
 /// `$n` (outside quotes) replaced by the `n`-th `USING` value.

@@ -7,7 +7,7 @@
 //! except at the top level of a script, where the lexer notes the first one and reads on from
 //! the line after its opening (see [`Lexer::unterminated`]).
 
-use crate::source::Dialect;
+use crate::source::{Dialect, OffsetMap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -384,6 +384,42 @@ fn psql_var_context(b: &[u8], colon: usize) -> bool {
         let p = b[colon - 1];
         !(is_ident(p) || p == b']' || p == b')' || p == b'\'' || p == b'"')
     }
+}
+
+/// The text of a string token (`'it''s'` is `it's`, `$q$..$q$` its content) and where each of
+/// its bytes is in the source; `None` for escape strings (`E'..'`), whose backslashes are not
+/// read.
+pub fn string_body(src: &str, tok: &Token) -> Option<(String, OffsetMap)> {
+    let text = tok.text(src);
+    if let Some(after) = text.strip_prefix('$') {
+        let n = after.find('$')? + 2;
+        let tag = &text[..n];
+        let inner_end = if text.len() >= 2 * n && text.ends_with(tag) {
+            text.len() - n
+        } else {
+            text.len()
+        };
+        return Some((
+            text[n..inner_end].to_string(),
+            OffsetMap::shifted(tok.start + n),
+        ));
+    }
+    if !text.starts_with('\'') {
+        return None; // E'' bodies with backslash escapes are not read
+    }
+    let inner = text[1..].strip_suffix('\'').unwrap_or(&text[1..]);
+    let mut body = String::with_capacity(inner.len());
+    let mut map = OffsetMap::shifted(tok.start + 1);
+    let mut rest = inner;
+    let mut host = tok.start + 1;
+    while let Some(i) = rest.find("''") {
+        body.push_str(&rest[..=i]);
+        host += i + 2;
+        map.push(body.len(), host);
+        rest = &rest[i + 2..];
+    }
+    body.push_str(rest);
+    Some((body, map))
 }
 
 #[cfg(test)]

@@ -25,32 +25,32 @@ pub(super) struct Rule {
     body: TokenStream,
 }
 
-/// A file's `macro_rules!` macros by name.
-pub(super) type Defs = HashMap<String, Rc<Vec<Rule>>>;
-
-/// The macros of a batch's files, by name: the file (an index into the batch) that defines
-/// it and a token of the definition; `None` where two files define the name.
-#[derive(Default)]
-pub(super) struct Batch {
-    by_name: HashMap<String, Option<Foreign>>,
+/// A `macro_rules!` macro: its rules, and a token of the definition (its name), to tell the
+/// definition's file by.
+#[derive(Clone)]
+pub(super) struct Def {
+    anchor: proc_macro2::Span,
+    rules: Rc<Vec<Rule>>,
 }
 
-/// A macro of another file: the file, a token of the definition, its rules.
-type Foreign = (usize, proc_macro2::Span, Rc<Vec<Rule>>);
+/// A file's `macro_rules!` macros by name.
+pub(super) type Defs = HashMap<String, Def>;
+
+/// The macros of a batch's files, by name, each with the file (an index into the batch) that
+/// defines it; `None` where two files define the name.
+#[derive(Default)]
+pub(super) struct Batch {
+    by_name: HashMap<String, Option<(usize, Def)>>,
+}
 
 impl Batch {
     /// Add the macros of the batch's file `file`.
-    pub fn add(&mut self, file: usize, ast: &syn::File, defs: &Defs) {
-        let mut anchors = HashMap::new();
-        anchor_spans(&ast.items, &mut anchors);
-        for (name, rules) in defs {
-            let Some(&anchor) = anchors.get(name) else {
-                continue;
-            };
+    pub fn add(&mut self, file: usize, defs: &Defs) {
+        for (name, def) in defs {
             self.by_name
                 .entry(name.clone())
                 .and_modify(|d| *d = None)
-                .or_insert_with(|| Some((file, anchor, rules.clone())));
+                .or_insert_with(|| Some((file, def.clone())));
         }
     }
 }
@@ -144,31 +144,14 @@ fn collect(items: &[syn::Item], defs: &mut Defs) {
         match item {
             syn::Item::Macro(m) if m.mac.path.is_ident("macro_rules") => {
                 if let (Some(name), Some(rules)) = (&m.ident, rules(m.mac.tokens.clone())) {
-                    defs.insert(name.to_string(), Rc::new(rules));
+                    let rules = Rc::new(rules);
+                    let anchor = name.span();
+                    defs.insert(name.to_string(), Def { anchor, rules });
                 }
             }
             syn::Item::Mod(m) => {
                 if let Some((_, inner)) = &m.content {
                     collect(inner, defs);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// A token of each `macro_rules!` definition (its name), to tell the definition's file by.
-fn anchor_spans(items: &[syn::Item], out: &mut HashMap<String, proc_macro2::Span>) {
-    for item in items {
-        match item {
-            syn::Item::Macro(m) if m.mac.path.is_ident("macro_rules") => {
-                if let Some(name) = &m.ident {
-                    out.insert(name.to_string(), name.span());
-                }
-            }
-            syn::Item::Mod(m) => {
-                if let Some((_, inner)) = &m.content {
-                    anchor_spans(inner, out);
                 }
             }
             _ => {}
@@ -269,18 +252,19 @@ impl Expander<'_> {
     /// file's own macro of that name, else the batch's.
     fn invocation(&mut self, mac: &syn::Macro) -> Option<TokenStream> {
         let name = mac.path.get_ident()?.to_string();
-        let (rules, from) = match self.own.get(&name) {
-            Some(rules) => (rules, None),
+        let (def, from) = match self.own.get(&name) {
+            Some(def) => (def, None),
             None => {
-                let (file, anchor, rules) = self.batch.by_name.get(&name)?.as_ref()?;
-                (rules, Some((*file, *anchor)))
+                let (file, def) = self.batch.by_name.get(&name)?.as_ref()?;
+                (def, Some((*file, def.anchor)))
             }
         };
         if self.budget == 0 {
             return None;
         }
         let input: Vec<TokenTree> = mac.tokens.clone().into_iter().collect();
-        let (binds, rule) = rules
+        let (binds, rule) = def
+            .rules
             .iter()
             .find_map(|r| matched(&r.matcher, &input).map(|b| (b, r)))?;
         self.budget -= 1;
@@ -461,8 +445,8 @@ mod tests {
         let (def, other): (syn::File, syn::File) =
             (syn::parse_str(def).unwrap(), syn::parse_str(other).unwrap());
         let mut batch = Batch::default();
-        batch.add(3, &def, &definitions(&def));
-        batch.add(4, &other, &definitions(&other));
+        batch.add(3, &definitions(&def));
+        batch.add(4, &definitions(&other));
         let mut ast: syn::File = syn::parse_str(user).unwrap();
         let used = expand(&mut ast, &Defs::new(), &batch);
         assert_eq!(names(&ast), ["impl moved"]);

@@ -69,8 +69,8 @@ pub(super) fn home(parsed: &[Parsed], i: usize, s: proc_macro2::Span) -> &Parsed
 pub(super) fn expand_macros(parsed: &mut [Parsed]) {
     let own: Vec<macros::Defs> = parsed.iter().map(|p| macros::definitions(&p.ast)).collect();
     let mut batch = macros::Batch::default();
-    for (i, (p, defs)) in parsed.iter().zip(&own).enumerate() {
-        batch.add(i, &p.ast, defs);
+    for (i, defs) in own.iter().enumerate() {
+        batch.add(i, defs);
     }
     for (p, defs) in parsed.iter_mut().zip(&own) {
         p.foreign = macros::expand(&mut p.ast, defs, &batch);

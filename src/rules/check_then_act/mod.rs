@@ -124,7 +124,7 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
                 .filter(|&i| i < j && (is_decision(&flow.steps[i]) || is_presence(&flow.steps[i])))
                 .filter(|&i| {
                     let r = &flow.steps[i];
-                    (!unknown && r.txn.scope != Scope::Unknown) || fired_by(r.step, w.step)
+                    (!unknown && r.txn.scope != Scope::Unknown) || r.step.run_by(w.step)
                 })
                 .collect();
             candidates.sort_unstable_by(|a, b| b.cmp(a));
@@ -163,12 +163,6 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
-}
-
-/// `r` is a statement of a trigger (or routine) that `w` runs: a copy listing `w` among its
-/// call sites.
-fn fired_by(r: &Step, w: &Step) -> bool {
-    r.host().calls.contains(&w.span)
 }
 
 /// Where `tx` first takes an advisory transaction lock. A one-statement shape after it is
@@ -477,7 +471,7 @@ fn finding(
     // The decision is made by a trigger (or routine) the write runs: every statement that
     // fires it acts on it, and the fix goes where it is read. One finding there, each firing
     // statement a label.
-    let fired = fired_by(r.step, w.step);
+    let fired = r.step.run_by(w.step);
     let mut message = format!(
         "this write depends on the {decision} at {place} ({how}), but nothing stops another transaction from changing its answer in between"
     );

@@ -26,7 +26,7 @@ pub(super) fn related_rows(before: &[Step], step: &Step, out: &mut Vec<Diagnosti
     // The write that fired it: an `UPDATE` or `DELETE` holds the row it fired for (an inserted
     // row is no other transaction's to wait for).
     let Some(firing) = before.iter().rev().find(|w| {
-        step.host().calls.contains(&w.span)
+        step.run_by(w)
             && matches!(w.facts.kind, StmtKind::Update | StmtKind::Delete)
             && w.facts.writes.first().is_some_and(|t| t.name == table.name)
     }) else {
@@ -65,20 +65,16 @@ fn through_another_table(step: &Step, firing: &Step, table: &str) -> bool {
     let fired = &firing.facts.filters;
     let of_firing_row = |p: &Pred| {
         fired.iter().any(|q| q.value.text == p.value.text)
-            || p.value.idents.iter().any(|i| {
-                let i = i.to_ascii_lowercase();
-                i.starts_with("new.") || i.starts_with("old.")
-            })
+            || p.value.idents.iter().any(|i| row_column(i).is_some())
     };
     let names_itself = f.filters.iter().any(|p| {
         fired
             .iter()
             .any(|q| q.column == p.column && q.value.text == p.value.text)
-            || p.value.idents.iter().any(|i| {
-                let i = i.to_ascii_lowercase();
-                (i.strip_prefix("new.").or_else(|| i.strip_prefix("old.")))
-                    .is_some_and(|c| c == p.column.to_ascii_lowercase())
-            })
+            || p.value
+                .idents
+                .iter()
+                .any(|i| row_column(i).is_some_and(|c| c.eq_ignore_ascii_case(&p.column)))
     });
     let other = f.reads.iter().any(|r| r.name != table && !is_hole(&r.name));
     let joined = f.filters.iter().any(|p| {
@@ -89,4 +85,10 @@ fn through_another_table(step: &Step, firing: &Step, table: &str) -> bool {
             })
     });
     other && joined && !names_itself && f.filters.iter().any(of_firing_row)
+}
+
+/// The column of the trigger's row a name reads (`NEW.id`, `old.parent_id`).
+fn row_column(ident: &str) -> Option<&str> {
+    let (row, column) = ident.split_once('.')?;
+    (row.eq_ignore_ascii_case("new") || row.eq_ignore_ascii_case("old")).then_some(column)
 }
