@@ -9,7 +9,7 @@ use syn::punctuated::Punctuated;
 use syn::visit::Visit;
 
 use super::Value;
-use super::calls::placeholders;
+use super::text::placeholders;
 
 /// The steps (by sequence number) whose results a value carries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

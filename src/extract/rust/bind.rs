@@ -1,0 +1,267 @@
+//! Bindings: what `let`, patterns and parameters bind a name to (values, handles, aliases of a
+//! row key, the type a variable holds, whether it is sorted).
+
+use super::syntax::*;
+use super::text::plain_path;
+use super::*;
+
+impl<'a, 'w> Walker<'a, 'w> {
+    /// Remember the type a `let` gives a plain variable: a struct literal's (`let persist =
+    /// NewCrate { .. }`) or the annotation's; forget an older one of the name.
+    pub(super) fn note_type(&mut self, pat: &syn::Pat, init: Option<&syn::Expr>) {
+        let (pat, annotated) = match pat {
+            syn::Pat::Type(t) => (&*t.pat, types::type_name(&t.ty)),
+            p => (p, None),
+        };
+        let syn::Pat::Ident(p) = pat else {
+            return;
+        };
+        let literal = match init {
+            Some(syn::Expr::Struct(s)) => s.path.segments.last().map(|s| s.ident.to_string()),
+            // `sqlx::query_as!(Task, ..).fetch_all(..).await?`: rows of `Task`.
+            Some(e) => types::row_type(e),
+            None => None,
+        };
+        match annotated.or(literal).filter(|t| t != "Self") {
+            Some(t) => self.types.insert(p.ident.to_string(), t.into()),
+            None => self.types.remove(&p.ident.to_string()),
+        };
+    }
+
+    /// `let id = krate.id;`, or an `if`/`match` whose every arm ends in one value (`let id = if
+    /// let Some(k) = found { ..; k.id } else { ..; k.id }`): `id` names what that path names, so
+    /// a row keyed by either is one row. Any other binding of the name ends its alias (an
+    /// inlined helper's parameter rebound in its body is no longer the caller's value).
+    pub(super) fn note_alias(&mut self, pat: &syn::Pat, init: Option<&syn::Expr>) {
+        let pat = match pat {
+            syn::Pat::Type(t) => &*t.pat,
+            p => p,
+        };
+        let mut names = Vec::new();
+        collect_idents(pat, &mut names);
+        for n in &names {
+            self.aliases.remove(n);
+        }
+        let (syn::Pat::Ident(id), Some(init)) = (pat, init) else {
+            return;
+        };
+        if id.mutability.is_some() || id.by_ref.is_some() || id.subpat.is_some() {
+            return;
+        }
+        let mut tails = Vec::new();
+        if !arm_tails(init, &mut tails) {
+            return;
+        }
+        let mut texts = tails.iter().map(|t| self.text_of(t));
+        let Some(first) = texts.next() else {
+            return;
+        };
+        let name = id.ident.to_string();
+        if plain_path(&first) && first != name && texts.all(|t| t == first) {
+            self.aliases.insert(name, first);
+        }
+    }
+
+    /// `let rows = ids.iter().map(|id| Row { owner, id: *id }).collect()` (or one `Row { .. }`):
+    /// a field every element sets from something other than the closure's parameters has that
+    /// value in every row, so `rows.owner` is written as `owner` is. A sea-orm row found by its
+    /// primary key (`Entity::find_by_id(k).one(db)`) has that key: `row.id` is `k`.
+    pub(super) fn note_fields(&mut self, pat: &syn::Pat, init: &syn::Expr) {
+        let pat = match pat {
+            syn::Pat::Type(t) => &*t.pat,
+            p => p,
+        };
+        let syn::Pat::Ident(var) = pat else {
+            return;
+        };
+        let var = var.ident.to_string();
+        let prefix = format!("{var}.");
+        self.aliases.retain(|k, _| !k.starts_with(&prefix));
+        if let Some((key, k)) = self.seaorm_found_key(init) {
+            let text = self.text_of(k);
+            self.aliases.insert(format!("{var}.{key}"), text);
+            return;
+        }
+        let mut e = init;
+        let mut params = Vec::new();
+        let lit = loop {
+            match e {
+                syn::Expr::Struct(s) => break s,
+                syn::Expr::Reference(r) => e = &r.expr,
+                syn::Expr::Paren(p) => e = &p.expr,
+                syn::Expr::MethodCall(m) if m.method == "map" => match m.args.first() {
+                    Some(syn::Expr::Closure(c)) => {
+                        for input in &c.inputs {
+                            collect_idents(input, &mut params);
+                        }
+                        e = &c.body;
+                    }
+                    _ => return,
+                },
+                syn::Expr::MethodCall(m) => e = &m.receiver,
+                syn::Expr::Block(b) => match b.block.stmts.last() {
+                    Some(syn::Stmt::Expr(tail, None)) => e = tail,
+                    _ => return,
+                },
+                _ => return,
+            }
+        };
+        for f in &lit.fields {
+            let syn::Member::Named(name) = &f.member else {
+                continue;
+            };
+            if used_names(&f.expr).iter().any(|n| params.contains(n)) {
+                continue;
+            }
+            let text = self.text_of(&f.expr);
+            self.aliases.insert(format!("{var}.{name}"), text);
+        }
+    }
+
+    /// Names bound in a loop's body from a value computed from the loop's variables
+    /// (`let row = map.get(&id)` in `for id in ids`) change with every iteration like them.
+    pub(super) fn derive_loop_vars(&mut self, pat: &syn::Pat, init: &syn::Expr) {
+        if self.open_loops.is_empty() {
+            return;
+        }
+        let used = used_names(init);
+        for &i in self.open_loops.iter() {
+            let Some(lp) = self.loops.get_mut(i) else {
+                continue;
+            };
+            if used.iter().any(|u| lp.vars.contains(u)) {
+                let mut names = Vec::new();
+                collect_idents(pat, &mut names);
+                for n in names {
+                    if !lp.vars.contains(&n) {
+                        lp.vars.push(n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bind a pattern to a value; a type annotation tells the handle kind.
+    pub(super) fn bind(&mut self, pat: &syn::Pat, value: Value) {
+        // Data spreads to every name of a destructuring pattern.
+        if let Value::Data(flow) = &value {
+            let mut names = Vec::new();
+            collect_idents(pat, &mut names);
+            for name in names {
+                self.vars.insert(name, Value::Data(flow.clone()));
+            }
+            return;
+        }
+        match pat {
+            syn::Pat::Ident(p) => {
+                let name = p.ident.to_string();
+                let value = match value {
+                    // A name that can change is not a constant.
+                    Value::Bool(_) if p.mutability.is_some() => Value::None,
+                    Value::None => match types::of_variable_name(&name) {
+                        Some(kind) => Value::Handle(self.handle_of_kind(kind)),
+                        None => Value::None,
+                    },
+                    v => v,
+                };
+                self.vars.insert(name, value);
+            }
+            syn::Pat::Type(t) => {
+                self.note_sorted(&t.pat, &t.ty);
+                let value = match value {
+                    Value::None => self.typed(&t.ty).map_or(Value::None, Value::Handle),
+                    v => v,
+                };
+                self.bind(&t.pat, value);
+            }
+            // `let (client, connection) = tokio_postgres::connect(..)`: the client is first.
+            syn::Pat::Tuple(t) => {
+                let mut first = Some(value);
+                for p in &t.elems {
+                    self.bind(p, first.take().unwrap_or_default());
+                }
+            }
+            syn::Pat::Reference(r) => self.bind(&r.pat, value),
+            // `let DbConnection(mut conn) = db;`: a newtype's one field is the handle it holds.
+            syn::Pat::TupleStruct(t) if t.elems.len() == 1 => {
+                let value = match value {
+                    Value::Object(owner) if !matches!(t.elems[0], syn::Pat::Rest(_)) => {
+                        match self.ix.handle_structs.get(&*owner) {
+                            Some(&(kind, dialect)) => {
+                                let mut h = self.handle_of_kind(kind);
+                                h.dialect = dialect;
+                                Value::Handle(h)
+                            }
+                            None => Value::Object(owner),
+                        }
+                    }
+                    v => v,
+                };
+                self.bind(&t.elems[0], value)
+            }
+            _ => {}
+        }
+    }
+
+    /// Bind a function's parameters: to the caller's handles (`args`) when walked in place,
+    /// else by their types.
+    /// Bind the parameters: to `args` (and `self` to `receiver`) when walked in place, else by
+    /// their types; `owner` is the type of the method's `impl` block.
+    pub(super) fn params(
+        &mut self,
+        sig: &syn::Signature,
+        owner: Option<&syn::Type>,
+        receiver: Option<Value>,
+        args: Option<&[Value]>,
+    ) {
+        let mut i = 0;
+        for input in &sig.inputs {
+            let t = match input {
+                syn::FnArg::Typed(t) => t,
+                syn::FnArg::Receiver(_) => {
+                    let value = match (receiver.clone(), owner) {
+                        (Some(v), _) => v,
+                        (None, Some(ty)) => self.typed_value(sig, ty),
+                        (None, None) => Value::None,
+                    };
+                    self.vars.insert("self".to_string(), value);
+                    continue;
+                }
+            };
+            let given = args.and_then(|a| a.get(i)).cloned().unwrap_or_default();
+            i += 1;
+            let value = match given {
+                Value::None => self.typed_value(sig, &t.ty),
+                v => v,
+            };
+            self.note_sorted(&t.pat, &t.ty);
+            self.bind(&t.pat, value);
+        }
+    }
+
+    /// What a parameter of this type holds: a handle, or a struct that holds one.
+    fn typed_value(&mut self, sig: &syn::Signature, ty: &syn::Type) -> Value {
+        if let Some(h) = self.typed(ty) {
+            return Value::Handle(h);
+        }
+        if let Some(kind) = types::generic_executor(sig, ty) {
+            return Value::Handle(self.handle_of_kind(kind));
+        }
+        if let Some(h) = types::generic_target(sig, ty).and_then(|t| self.typed(t)) {
+            return Value::Handle(h);
+        }
+        match types::type_name(ty) {
+            Some(name) if self.ix.handle_structs.contains_key(&name) => Value::Object(name.into()),
+            _ => Value::None,
+        }
+    }
+
+    /// A `BTreeSet`/`BTreeMap` is visited in key order.
+    pub(super) fn note_sorted(&mut self, pat: &syn::Pat, ty: &syn::Type) {
+        if self.written(ty).contains("BTree")
+            && let syn::Pat::Ident(id) = pat
+        {
+            self.sorted.insert(id.ident.to_string());
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Helpers walked in place: the arguments a call passes, the function it reaches, its body
+//! walked with the caller's handles, and where its errors leave.
+
+use super::emit::data_of;
+use super::text::plain_path;
+use super::*;
+
+impl<'a, 'w> Walker<'a, 'w> {
+    /// The call whose error `e?` passes on as it is: `e` past `.await` and conversions that keep
+    /// every error an error (`.map_err(Into::into)`, `.context(..)`). None when a conversion
+    /// tells a unique violation or a conflict apart (`.map_err(|e| match e { .. 23505 .. })`).
+    pub(super) fn tried_site(&self, e: &syn::Expr) -> Option<Span> {
+        let mut e = e;
+        loop {
+            match e {
+                syn::Expr::Await(a) => e = &a.base,
+                syn::Expr::Paren(p) => e = &p.expr,
+                syn::Expr::MethodCall(m) if PASS_ON.iter().any(|p| m.method == p) => {
+                    let told_apart = m.args.iter().any(|a| {
+                        let text = self.source_of(a).to_ascii_lowercase();
+                        ["unique", "23505", "duplicate", "conflict"]
+                            .iter()
+                            .any(|w| text.contains(w))
+                    });
+                    if told_apart {
+                        return None;
+                    }
+                    e = &m.receiver;
+                }
+                syn::Expr::MethodCall(m) => return Some(self.method_site(m)),
+                syn::Expr::Call(c) => return Some(self.call_span(c)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Walk `f` with the calls at `sites` passing their error on (see [`Walker::tried`]).
+    pub(super) fn passing_on<R>(
+        &mut self,
+        sites: impl IntoIterator<Item = Span>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let n = self.tried.len();
+        self.tried.extend(sites);
+        let r = f(self);
+        self.tried.truncate(n);
+        r
+    }
+
+    /// The calls whose result `e` is when it is a function's value: [`Walker::tried_site`] of
+    /// `e`, or of the last expression of each arm when `e` is an `if` (an `else if` chain
+    /// included) or a `match`, a few arms deep.
+    pub(super) fn tail_sites(&self, e: &syn::Expr) -> Vec<Span> {
+        fn last(b: &syn::Block) -> Option<&syn::Expr> {
+            match b.stmts.last() {
+                Some(syn::Stmt::Expr(e, None)) => Some(e),
+                _ => None,
+            }
+        }
+        let mut sites = Vec::new();
+        let mut todo = vec![(e, 0)];
+        while let Some((e, depth)) = todo.pop() {
+            match e {
+                _ if depth > 8 => {}
+                syn::Expr::If(i) => {
+                    todo.extend(last(&i.then_branch).map(|e| (e, depth + 1)));
+                    if let Some((_, other)) = &i.else_branch {
+                        // An `else if` is one more arm of this choice, not a level deeper.
+                        todo.push((other, depth));
+                    }
+                }
+                syn::Expr::Match(m) => todo.extend(m.arms.iter().map(|a| (&*a.body, depth + 1))),
+                syn::Expr::Block(b) => todo.extend(last(&b.block).map(|e| (e, depth + 1))),
+                e => sites.extend(self.tried_site(e)),
+            }
+        }
+        sites
+    }
+
+    /// `method(args)` of a chain, spanned independent of the chain before it.
+    pub(super) fn method_site(&self, m: &syn::ExprMethodCall) -> Span {
+        self.span_between(m.method.span(), m.paren_token.span.close())
+    }
+
+    /// `path(args)`, spanned without printing the arguments.
+    pub(super) fn call_span(&self, c: &syn::ExprCall) -> Span {
+        let start = match &*c.func {
+            syn::Expr::Path(p) => p
+                .path
+                .segments
+                .first()
+                .map_or_else(|| c.paren_token.span.open(), |s| s.ident.span()),
+            _ => c.paren_token.span.open(),
+        };
+        self.span_between(start, c.paren_token.span.close())
+    }
+
+    /// Arguments as a function walked in place receives them: a value computed from query
+    /// results (`n - qty`) is data.
+    pub(super) fn passed<'e>(
+        &self,
+        args: &[Value],
+        exprs: impl Iterator<Item = &'e syn::Expr>,
+    ) -> Vec<Value> {
+        args.iter()
+            .zip(exprs)
+            .map(|(v, e)| self.or_data(v.clone(), e))
+            .collect()
+    }
+
+    /// Walk the function `name` in place, its parameters bound to `args` (written `texts` in
+    /// the caller's terms); `at` is the call.
+    pub(super) fn inline(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        texts: &[String],
+        at: Span,
+    ) -> Value {
+        match self.ix.function(name, self.file) {
+            Some(i) => self.inline_fn(i, None, args, texts, at),
+            None => Value::None,
+        }
+    }
+
+    /// An expression as the outermost caller writes it (see [`Walker::aliases`]).
+    pub(super) fn text_of(&self, e: &syn::Expr) -> String {
+        self.resolved(value_text(&self.source_of(e)))
+    }
+
+    pub(super) fn arg_texts<'e>(&self, exprs: impl Iterator<Item = &'e syn::Expr>) -> Vec<String> {
+        exprs.map(|e| self.text_of(e)).collect()
+    }
+
+    /// `text` with its first name (or its first field: `rows.owner`) replaced by what it stands
+    /// for, if it is an alias.
+    pub(super) fn resolved(&self, text: String) -> String {
+        let end = text.find(['.', '[']).unwrap_or(text.len());
+        let field = text[end..]
+            .strip_prefix('.')
+            .map(|rest| end + 1 + rest.find(['.', '[']).unwrap_or(rest.len()));
+        if let Some(f) = field
+            && let Some(a) = self.aliases.get(&text[..f])
+        {
+            return format!("{a}{}", &text[f..]);
+        }
+        match self.aliases.get(&text[..end]) {
+            Some(a) => format!("{a}{}", &text[end..]),
+            None => text,
+        }
+    }
+
+    /// Walk function `i` in place (`self` bound to `receiver`, its parameters to `args`): its
+    /// statements join the caller's sessions, and what it returns computed from query results
+    /// is data in the caller.
+    pub(super) fn inline_fn(
+        &mut self,
+        i: usize,
+        receiver: Option<(Value, String)>,
+        args: &[Value],
+        texts: &[String],
+        at: Span,
+    ) -> Value {
+        if self.stack.contains(&i) || self.stack.len() > 4 {
+            return Value::None;
+        }
+        // A helper that only skipped test code calls is still analysed on its own.
+        if !self.test {
+            self.shared.inlined.entry(i).or_default().push(at);
+        }
+        let f = &self.ix.fns[i];
+        let mut aliases: HashMap<String, String> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|input| match input {
+                syn::FnArg::Typed(t) => Some(&t.pat),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .zip(texts)
+            .filter_map(|(pat, text)| match &**pat {
+                syn::Pat::Ident(id) if plain_path(text) => {
+                    Some((id.ident.to_string(), text.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let (receiver, this) = match receiver {
+            Some((v, t)) => (Some(v), Some(t)),
+            None => (None, None),
+        };
+        if let Some(this) = this.filter(|t| plain_path(t)) {
+            aliases.insert("self".to_string(), this);
+        }
+        let saved_aliases = std::mem::replace(&mut self.aliases, aliases);
+        let saved_vars = std::mem::take(&mut self.vars);
+        let saved_types = std::mem::take(&mut self.types);
+        let saved_file = std::mem::replace(&mut self.file, f.file);
+        let saved_ordered = std::mem::take(&mut self.ordered);
+        self.stack.push(i);
+        let passed_on = self.passes_on;
+        self.passes_on &= self.tried.contains(&at);
+        self.calls.push(at);
+        self.frames += 1;
+        self.params(f.sig, f.owner, receiver, Some(args));
+        let exits = self.exits.len();
+        let value = self.body(f.block);
+        // Its own `return`s leave it here: the caller's steps follow them, its own do not.
+        let depth = self.frames;
+        let seq = self.seq;
+        let returns = self.exits[exits..]
+            .iter()
+            .filter(|(e, frame)| e.kind == ExitKind::Return && *frame == Some(depth))
+            .map(|(e, _)| (e.clone(), seq));
+        self.helper_returns.extend(returns);
+        self.frames -= 1;
+        self.calls.pop();
+        self.passes_on = passed_on;
+        self.stack.pop();
+        self.file = saved_file;
+        self.vars = saved_vars;
+        self.types = saved_types;
+        self.ordered = saved_ordered;
+        self.aliases = saved_aliases;
+        value
+    }
+
+    /// Walk a function's body (its parameters bound): what it gives its caller. A helper that
+    /// returns a handle (`begin_write()` opening a transaction, `pool()` giving a field) gives
+    /// the caller that handle, on its session and transaction; otherwise what it returns
+    /// (its tail and its `return`s) computed from query results is data.
+    pub(super) fn body(&mut self, block: &syn::Block) -> Value {
+        self.returned.push(Vec::new());
+        self.note_prefix_lists(block);
+        // The calls whose result is the function's value (`helper(conn).await` last, also as
+        // the last expression of an `if` or `match` arm there) pass their error on, as `?` does.
+        let sites = match block.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => self.tail_sites(e),
+            _ => Vec::new(),
+        };
+        let tail = self.passing_on(sites, |w| w.block_value(block));
+        let mut returned = self.returned.pop().unwrap_or_default();
+        returned.push(tail);
+        if let Some(h) = returned.iter().find(|v| matches!(v, Value::Handle(_))) {
+            return h.clone();
+        }
+        // A struct of the run built here around a handle (`Ok(Self { transaction })`).
+        if let Some(o) = returned.iter().find(|v| matches!(v, Value::Object(_))) {
+            return o.clone();
+        }
+        // Text returned on every path (`fn q(shared: bool) -> String`): each text it may be.
+        let texts = returned.iter().map(|v| match v {
+            Value::Sql(s) => Some(s.clone()),
+            _ => None,
+        });
+        match texts.collect::<Option<Vec<Sql>>>() {
+            Some(all) => all
+                .into_iter()
+                .reduce(Sql::or)
+                .map_or(Value::None, Value::Sql),
+            None => data_of(&returned),
+        }
+    }
+}
