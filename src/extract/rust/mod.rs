@@ -11,6 +11,7 @@
 mod batch;
 mod bind;
 mod calls;
+mod collect;
 mod dataflow;
 mod depth;
 mod diesel;

@@ -26,6 +26,20 @@ pub struct TypeNames<'a> {
     renames: HashMap<(usize, String), syn::Path>,
     /// `impl Deref for W { type Target = T; }`: W's name to T, with the file declaring it.
     targets: HashMap<String, Vec<(usize, &'a syn::Type)>>,
+    /// diesel tables imported from their `dsl` module, per file (see [`Dsl`]).
+    dsl: Dsl,
+}
+
+/// The names a file gives diesel tables through their `dsl` module, in `use` items at the top
+/// or in a function's body: `use schema::users::dsl::*` and `use schema::users::dsl::users`
+/// name the table `users`; `use schema::users::dsl as u` (or `::dsl` alone) makes `u::users`
+/// the table. A name given to two tables names neither.
+#[derive(Default)]
+struct Dsl {
+    /// A bare name of a table: (file, name) to the table.
+    tables: HashMap<(usize, String), Vec<String>>,
+    /// A name of a table's `dsl` module: (file, name) to the tables it can be the module of.
+    modules: HashMap<(usize, String), Vec<String>>,
 }
 
 impl<'a> TypeNames<'a> {
@@ -62,6 +76,26 @@ impl<'a> TypeNames<'a> {
             Cow::Owned(out)
         } else {
             Cow::Borrowed(ty)
+        }
+    }
+
+    /// The diesel table a path names through an imported `dsl` module (`users` after `use
+    /// schema::users::dsl::*`, `u::users` after `use schema::users::dsl as u`), in `file`.
+    pub fn dsl_table(&self, path: &syn::Path, file: usize) -> Option<String> {
+        let mut segments = path.segments.iter().map(|s| s.ident.to_string());
+        let (first, second) = (segments.next()?, segments.next());
+        if segments.next().is_some() {
+            return None;
+        }
+        match second {
+            None => match self.dsl.tables.get(&(file, first))?.as_slice() {
+                [table] => Some(table.clone()),
+                _ => None,
+            },
+            Some(table) => {
+                let module = self.dsl.modules.get(&(file, first))?;
+                module.contains(&table).then_some(table)
+            }
         }
     }
 
@@ -131,6 +165,7 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
     fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
         let mut prefix = Vec::new();
         self.use_tree(&u.tree, &mut prefix);
+        self.dsl_import(&u.tree, &mut prefix);
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
         let derefs = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
@@ -150,8 +185,15 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
         }
         syn::visit::visit_item_impl(self, i);
     }
-    // Function bodies declare no names other files use, and are most of a file.
-    fn visit_block(&mut self, _: &'a syn::Block) {}
+    // Function bodies declare no names other files use, and are most of a file: only the
+    // diesel `dsl` imports at their top are read.
+    fn visit_block(&mut self, b: &'a syn::Block) {
+        for stmt in &b.stmts {
+            if let syn::Stmt::Item(syn::Item::Use(u)) = stmt {
+                self.dsl_import(&u.tree, &mut Vec::new());
+            }
+        }
+    }
 }
 
 impl Collect<'_, '_> {
@@ -178,6 +220,68 @@ impl Collect<'_, '_> {
             }
             _ => {}
         }
+    }
+}
+
+impl Collect<'_, '_> {
+    /// Record what a `use` tree names of diesel's `dsl` modules (see [`Dsl`]).
+    fn dsl_import(&mut self, tree: &syn::UseTree, prefix: &mut Vec<syn::Ident>) {
+        // The table whose `dsl` module `prefix` ends in (`schema::users::dsl` → `users`).
+        let table = |prefix: &[syn::Ident]| match prefix {
+            [.., t, d] if d == "dsl" => Some(t.to_string()),
+            _ => None,
+        };
+        let file = self.file;
+        let dsl = &mut self.names.dsl;
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.clone());
+                self.dsl_import(&p.tree, prefix);
+                prefix.pop();
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.dsl_import(t, prefix);
+                }
+            }
+            syn::UseTree::Glob(_) => {
+                if let Some(t) = table(prefix) {
+                    push(&mut dsl.tables, (file, t.clone()), t);
+                }
+            }
+            syn::UseTree::Name(n) => match table(prefix) {
+                Some(t) if n.ident == t => push(&mut dsl.tables, (file, t.clone()), t),
+                Some(_) => {}
+                None if n.ident == "dsl" => {
+                    if let Some(t) = prefix.last() {
+                        push(&mut dsl.modules, (file, "dsl".into()), t.to_string());
+                    }
+                }
+                None => {}
+            },
+            syn::UseTree::Rename(r) => match table(prefix) {
+                Some(t) if r.ident == t => push(&mut dsl.tables, (file, r.rename.to_string()), t),
+                Some(_) => {}
+                None if r.ident == "dsl" => {
+                    if let Some(t) = prefix.last() {
+                        push(
+                            &mut dsl.modules,
+                            (file, r.rename.to_string()),
+                            t.to_string(),
+                        );
+                    }
+                }
+                None => {}
+            },
+        }
+    }
+}
+
+/// Add `t` to what `key` can name, once.
+fn push(map: &mut HashMap<(usize, String), Vec<String>>, key: (usize, String), t: String) {
+    let all = map.entry(key).or_default();
+    if !all.contains(&t) {
+        all.push(t);
     }
 }
 
@@ -326,5 +430,37 @@ mod tests {
         let (at, t) = n.declared_target("DbConn", 0).unwrap();
         assert_eq!(text(&n.resolve(t, at)), "AsyncPgConnection");
         assert!(n.declared_target("Other", 0).is_none());
+    }
+
+    #[test]
+    fn diesel_tables_are_named_through_their_dsl_modules() {
+        let files = names(&[
+            (
+                "src/a.rs",
+                "use schema::users::dsl::*; use schema::posts::dsl as p; \
+                 use schema::tags::dsl::{tags as t, name};",
+            ),
+            (
+                "src/b.rs",
+                "fn f() { use schema::users::dsl; } fn g() { use schema::posts::dsl; } \
+                 use schema::{a::dsl::*, b::dsl::a as shared};",
+            ),
+        ]);
+        let n = collect(&files);
+        let table = |text: &str, file| n.dsl_table(&syn::parse_str(text).unwrap(), file);
+        assert_eq!(table("users", 0).as_deref(), Some("users"));
+        assert_eq!(table("p::posts", 0).as_deref(), Some("posts"));
+        assert_eq!(table("t", 0).as_deref(), Some("tags"));
+        // A column, another module's table, and another file's imports name no table.
+        assert_eq!(table("name", 0), None);
+        assert_eq!(table("p::users", 0), None);
+        assert_eq!(table("users", 1), None);
+        // `dsl` imported in two bodies is the module of either table; its path says which.
+        assert_eq!(table("dsl::users", 1).as_deref(), Some("users"));
+        assert_eq!(table("dsl::posts", 1).as_deref(), Some("posts"));
+        // `a` is `a`'s table by the glob; `shared` too, by its rename of `b::dsl::a`: a
+        // column of `b` named like the table, so not a table.
+        assert_eq!(table("a", 1).as_deref(), Some("a"));
+        assert_eq!(table("shared", 1), None);
     }
 }
