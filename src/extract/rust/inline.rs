@@ -192,6 +192,20 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(this) = this.filter(|t| plain_path(t)) {
             aliases.insert("self".to_string(), this);
         }
+        // The fields the caller knows of what it passes keep their meaning: after `let patch =
+        // Patch { id: subscription_id, .. }`, `self.id` in `patch.apply(conn)` is
+        // `subscription_id`.
+        let fields: Vec<(String, String)> = aliases
+            .iter()
+            .flat_map(|(name, text)| {
+                let prefix = format!("{text}.");
+                self.aliases.iter().filter_map(move |(k, v)| {
+                    let field = k.strip_prefix(&prefix)?;
+                    Some((format!("{name}.{field}"), v.clone()))
+                })
+            })
+            .collect();
+        aliases.extend(fields);
         let saved_aliases = std::mem::replace(&mut self.aliases, aliases);
         let saved_vars = std::mem::take(&mut self.vars);
         let saved_types = std::mem::take(&mut self.types);

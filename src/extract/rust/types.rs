@@ -182,20 +182,69 @@ pub fn is_once_cell(ty: &syn::Type) -> bool {
 /// A connection type that the driver's transactions are too: sqlx's `&mut *tx` is a `&mut
 /// PgConnection`, diesel hands `conn.transaction(|conn| ..)` its connection type. A function
 /// given one cannot tell whether its caller opened a transaction on it. (A tokio-postgres
-/// `Client` is not one: its transactions are a type of their own.)
+/// `Client` is not one: its transactions are a type of their own.) So is a borrowed pool object
+/// around a diesel connection (`&mut deadpool::Object<AsyncPgConnection>`, r2d2's and bb8's
+/// `&mut PooledConnection<ConnectionManager<PgConnection>>`): diesel has no transaction type,
+/// and `conn.transaction(|conn| ..)` on a pooled object hands the closure that object. One
+/// owned (returned by a getter, held in a field) was taken from the pool for its owner.
 pub fn shares_transactions(ty: &syn::Type) -> bool {
-    type_name(ty).is_some_and(|n| {
-        matches!(
-            n.as_str(),
-            "PgConnection"
-                | "MySqlConnection"
-                | "SqliteConnection"
-                | "MysqlConnection"
-                | "AnyConnection"
-                | "AsyncPgConnection"
-                | "AsyncMysqlConnection"
-        )
+    let Some(name) = type_name(ty) else {
+        return false;
+    };
+    match name.as_str() {
+        "PgConnection"
+        | "MySqlConnection"
+        | "SqliteConnection"
+        | "MysqlConnection"
+        | "AnyConnection"
+        | "AsyncPgConnection"
+        | "AsyncMysqlConnection" => true,
+        "Object" | "PooledConnection" => {
+            matches!(ty, syn::Type::Reference(_)) && type_args(ty).any(holds_diesel_connection)
+        }
+        _ => false,
+    }
+}
+
+/// The type arguments of a path type, behind references.
+fn type_args(ty: &syn::Type) -> impl Iterator<Item = &syn::Type> {
+    let mut ty = ty;
+    while let syn::Type::Reference(r) = ty {
+        ty = &r.elem;
+    }
+    let args = match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| &s.arguments),
+        _ => None,
+    };
+    args.into_iter().flat_map(|a| match a {
+        syn::PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|g| match g {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect::<Vec<_>>(),
+        _ => Vec::new(),
     })
+}
+
+/// A diesel connection, or a connection manager of one (`ConnectionManager<PgConnection>`,
+/// `AsyncDieselConnectionManager<AsyncPgConnection>`).
+fn holds_diesel_connection(ty: &syn::Type) -> bool {
+    match type_name(ty).as_deref() {
+        Some(
+            "PgConnection"
+            | "MysqlConnection"
+            | "SqliteConnection"
+            | "AsyncPgConnection"
+            | "AsyncMysqlConnection",
+        ) => true,
+        Some("ConnectionManager" | "AsyncDieselConnectionManager") => {
+            type_args(ty).any(holds_diesel_connection)
+        }
+        _ => false,
+    }
 }
 
 /// The database a handle type talks to (`SqlitePool`, `Pool<Sqlite>`, `&mut Transaction<'_,
@@ -492,5 +541,30 @@ mod tests {
         assert_eq!(ty("sqlx::query(\"SELECT 1\").fetch_all(pool).await?"), None);
         let e = syn::parse_str::<syn::Expr>("tasks.iter()").unwrap();
         assert!(matches!(collection(&e), syn::Expr::Path(p) if p.path.is_ident("tasks")));
+    }
+
+    #[test]
+    fn diesel_pooled_connections_may_hold_their_callers_transaction() {
+        let shares = |t: &str| shares_transactions(&syn::parse_str(t).unwrap());
+        assert!(shares("&mut PgConnection"));
+        assert!(shares("&mut Object<AsyncPgConnection>"));
+        assert!(shares(
+            "&mut deadpool::managed::Object<AsyncDieselConnectionManager<AsyncPgConnection>>"
+        ));
+        assert!(shares(
+            "&mut PooledConnection<ConnectionManager<PgConnection>>"
+        ));
+        assert!(shares(
+            "&mut PooledConnection<'_, AsyncDieselConnectionManager<AsyncPgConnection>>"
+        ));
+        // sqlx's pooled connection and tokio-postgres's pools hand out no transaction.
+        assert!(!shares("&mut PoolConnection<Postgres>"));
+        assert!(!shares(
+            "&mut PooledConnection<'_, PostgresConnectionManager<NoTls>>"
+        ));
+        assert!(!shares("&mut Object<Manager>"));
+        assert!(!shares("&Client"));
+        // Owned, it was taken from the pool for its owner.
+        assert!(!shares("Object<AsyncPgConnection>"));
     }
 }
