@@ -678,6 +678,9 @@ pub struct Host {
     /// Its error leaves with `?` (`.execute(&mut *tx).await?`), from every helper it is reached
     /// through: nothing on the way tells one error from another.
     pub propagated: bool,
+    /// The call fails when the statement returns no row (sqlx's `fetch_one`, tokio-postgres's
+    /// `query_one`, diesel's `first` and `get_result` without `.optional()`).
+    pub required: bool,
 }
 
 static NO_HOST: Host = Host {
@@ -686,6 +689,7 @@ static NO_HOST: Host = Host {
     calls: List::new(),
     rows: None,
     propagated: false,
+    required: false,
 };
 
 impl Step {

@@ -495,6 +495,7 @@ fn copy(
             calls,
             rows: None,
             propagated: false,
+            required: false,
         })),
     }
 }

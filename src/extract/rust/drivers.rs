@@ -38,6 +38,16 @@ pub(super) const SQLX_SIMPLE: &[&str] = &[
     "fetch_many",
 ];
 /// Methods whose result is one row or none, as an `Option`.
+/// Methods that fail when the statement returns no row.
+pub(super) const REQUIRED: &[&str] = &[
+    "fetch_one",
+    "query_one",
+    "first",
+    "get_result",
+    "first_async",
+    "get_result_async",
+];
+
 pub(super) const OPTIONAL: &[&str] = &["fetch_optional", "query_opt", "optional", "one"];
 /// Builder methods that run the query on the executor given as their argument.
 pub(super) const TERMINALS: &[&str] = &[

@@ -79,7 +79,17 @@ impl<'a, 'w> Walker<'a, 'w> {
         {
             self.optional.extend(f.iter());
         }
+        self.note_required(name, &rows);
         rows
+    }
+
+    /// `rows` came from a call that fails when there is none (see [`Host::required`]).
+    pub(super) fn note_required(&mut self, name: &str, rows: &Value) {
+        if let Value::Data(f) = rows
+            && REQUIRED.contains(&name)
+        {
+            self.required.extend(f.iter());
+        }
     }
 
     /// Send `sql` through `handle` by the call at `site`: one step per statement, in the

@@ -212,6 +212,9 @@ struct Walker<'a, 'w> {
     /// `.optional()`, sea-orm's `.one`): an `Option` of their result says whether a row was
     /// found, not whether a column was `NULL`.
     optional: HashSet<usize>,
+    /// Steps fetched by a call that fails when they return no row (see [`Host::required`]),
+    /// unless `.optional()` made it "one or none".
+    required: HashSet<usize>,
     /// Functions being walked (outermost first), against recursion.
     stack: Vec<usize>,
     /// The types of local variables that the code names (`let persist = NewCrate { .. }`,

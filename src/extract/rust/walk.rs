@@ -53,6 +53,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             backends: HashMap::new(),
             last_step: None,
             optional: HashSet::new(),
+            required: HashSet::new(),
             stack: Vec::new(),
             types: HashMap::new(),
         }
@@ -111,6 +112,16 @@ impl<'a, 'w> Walker<'a, 'w> {
             .filter(|t| !t.steps.is_empty())
             .collect();
         transactions.sort_by_key(|t| t.steps[0].seq);
+        let required = self.required.difference(&self.optional);
+        for seq in required {
+            let step = transactions
+                .iter_mut()
+                .flat_map(|t| t.steps.iter_mut())
+                .find(|s| s.seq == *seq);
+            if let Some(h) = step.and_then(|s| s.host.as_mut()) {
+                h.required = true;
+            }
+        }
         let mut unit = Unit::new(UnitKind::RustFn, Some(f.name.clone()), f.span);
         unit.unused = f.unused;
         if f.migration {

@@ -215,7 +215,9 @@ impl Walker<'_, '_> {
             ..Sql::new(at.file, text, map)
         };
         let site = self.method_site(m);
-        self.emit(&sql, handle, via, site)
+        let rows = self.emit(&sql, handle, via, site);
+        self.note_required(&m.method.to_string(), &rows);
+        rows
     }
 
     /// `a.eq(x)`, `a.eq(x).and(b.gt(y))`: `WHERE` conjuncts. Anything else is left out (it
