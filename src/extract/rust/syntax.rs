@@ -31,15 +31,7 @@ pub(super) fn backend_test(cond: &syn::Expr) -> Option<(String, Dialect)> {
         return None;
     }
     let variant = |e: &syn::Expr| match e {
-        syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
-            let text: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
-            backend_name(&text.join("::"))
-        }
+        syn::Expr::Path(p) => path_backend(&p.path),
         _ => None,
     };
     match (
@@ -56,17 +48,18 @@ pub(super) fn backend_test(cond: &syn::Expr) -> Option<(String, Dialect)> {
 /// A `match` arm's `DbBackend::Sqlite` pattern.
 pub(super) fn backend_variant(pat: &syn::Pat) -> Option<Dialect> {
     match pat {
-        syn::Pat::Path(p) if p.path.segments.len() >= 2 => {
-            let text: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
-            backend_name(&text.join("::"))
-        }
+        syn::Pat::Path(p) => path_backend(&p.path),
         _ => None,
     }
+}
+
+/// The database a qualified path names (`DbBackend::Sqlite`); none for a bare name.
+fn path_backend(path: &syn::Path) -> Option<Dialect> {
+    if path.segments.len() < 2 {
+        return None;
+    }
+    let text: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    backend_name(&text.join("::"))
 }
 
 /// What a branch arm is taken on, of the steps its condition is computed from.
