@@ -114,3 +114,27 @@ impl Reader<'_> {
         Some(TxControl::SetIsolation { isolation, session })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::facts_of;
+    use crate::model::*;
+
+    #[test]
+    fn transaction_control_and_isolation() {
+        let tx = |sql: &str| facts_of(sql).0.extra().tx.clone();
+        assert!(matches!(
+            tx("BEGIN ISOLATION LEVEL SERIALIZABLE"),
+            Some(TxControl::Begin {
+                isolation: Some(Isolation::Serializable)
+            })
+        ));
+        assert!(matches!(
+            tx("START TRANSACTION"),
+            Some(TxControl::Begin { isolation: None })
+        ));
+        assert!(matches!(tx("SAVEPOINT s1"), Some(TxControl::Savepoint(s)) if s == "s1"));
+        assert!(matches!(tx("COMMIT"), Some(TxControl::Commit)));
+        assert!(tx("SELECT 1").is_none());
+    }
+}

@@ -139,3 +139,24 @@ pub(super) fn unsupported_mysql(c: &Cursor) -> bool {
                     && (c.punct(i + 1, "(") || c.is(i + 1, "column") && c.punct(i + 2, "(")))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::facts_of;
+
+    #[test]
+    fn statements_too_deep_for_sqlparser_are_read_from_tokens() {
+        let deep = format!(
+            "SELECT {}1{} FROM t FOR UPDATE",
+            "(".repeat(1_001),
+            ")".repeat(1_001)
+        );
+        let (f, failure) = facts_of(&deep);
+        assert!(!f.parsed);
+        assert!(failure.is_some(), "a syntax-error note says why");
+        // The token facts still reach the rules.
+        assert_eq!(f.row_locks.len(), 1);
+        let (f, failure) = facts_of("SELECT ((1)) FROM t");
+        assert!(f.parsed && failure.is_none());
+    }
+}

@@ -350,3 +350,37 @@ impl Reader<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::facts_of;
+    use crate::model::*;
+
+    #[test]
+    fn row_lock_clauses_are_read_as_written() {
+        let (f, _) =
+            facts_of("SELECT * FROM jobs j WHERE j.id = 1 FOR NO KEY UPDATE OF j SKIP LOCKED");
+        let l = &f.row_locks[0];
+        assert_eq!(l.clause, "FOR NO KEY UPDATE OF j SKIP LOCKED");
+        assert_eq!(l.wait, LockWait::SkipLocked);
+        // The alias names the table the lock takes rows of.
+        assert_eq!(l.of, vec!["jobs".to_string()]);
+        assert!(
+            f.parsed,
+            "the statement still parses with the clause blanked"
+        );
+    }
+
+    #[test]
+    fn advisory_calls_and_table_locks() {
+        let (f, _) = facts_of("SELECT pg_advisory_xact_lock(hashtext('jobs'), 1)");
+        let a = &f.extra().advisory[0];
+        assert_eq!(a.function, "pg_advisory_xact_lock");
+        assert_eq!(a.scope, LockScope::Transaction);
+        assert_eq!(a.key, "hashtext('jobs'), 1");
+        let (f, _) = facts_of("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE");
+        assert!(f.extra().table_lock.is_some());
+        let (f, _) = facts_of("SELECT id FROM accounts WHERE id = 1");
+        assert!(f.row_locks.is_empty() && f.extra().advisory.is_empty());
+    }
+}

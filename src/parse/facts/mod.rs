@@ -521,3 +521,21 @@ impl Reader<'_> {
         .and_then(|mut p| p.parse_statements())
     }
 }
+
+/// The facts of one PostgreSQL statement, for the families' tests.
+#[cfg(test)]
+fn facts_of(sql: &str) -> (Facts, Option<ParseFailure>) {
+    let map = OffsetMap::shifted(0);
+    let routines = std::collections::HashSet::new();
+    let reader = Reader {
+        src: sql,
+        map: &map,
+        file: 0,
+        dialect: Dialect::Postgres,
+        parser: &sqlparser::dialect::PostgreSqlDialect {},
+        routines: &routines,
+    };
+    let split = super::split::split(sql, Dialect::Postgres, false);
+    let stmt = split.statements.first().expect("one statement");
+    reader.read(stmt)
+}

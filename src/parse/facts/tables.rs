@@ -344,3 +344,26 @@ impl Reader<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::facts_of;
+    use crate::model::*;
+
+    #[test]
+    fn writes_and_reads_of_dml_and_ctes() {
+        let (f, _) = facts_of("UPDATE accounts SET balance = balance - 1 WHERE id = 7");
+        assert_eq!(f.kind, StmtKind::Update);
+        assert_eq!(&*f.writes[0].name, "accounts");
+        let (f, _) = facts_of(
+            "WITH moved AS (DELETE FROM inbox WHERE id = 1 RETURNING *) INSERT INTO archive SELECT * FROM moved",
+        );
+        let written: Vec<&str> = f.writes.iter().map(|t| &*t.name).collect();
+        assert!(
+            written.contains(&"inbox") && written.contains(&"archive"),
+            "{written:?}"
+        );
+        // The CTE is not a table.
+        assert!(f.reads.iter().all(|t| &*t.name != "moved"));
+    }
+}
