@@ -82,6 +82,10 @@ impl<'a> TypeNames<'a> {
     /// The diesel table a path names through an imported `dsl` module (`users` after `use
     /// schema::users::dsl::*`, `u::users` after `use schema::users::dsl as u`), in `file`.
     pub fn dsl_table(&self, path: &syn::Path, file: usize) -> Option<String> {
+        // Most runs import no `dsl` module: no name of a path needs a copy then.
+        if self.dsl.tables.is_empty() && self.dsl.modules.is_empty() {
+            return None;
+        }
         let mut segments = path.segments.iter().map(|s| s.ident.to_string());
         let (first, second) = (segments.next()?, segments.next());
         if segments.next().is_some() {
@@ -163,9 +167,7 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
         self.names.aliases.entry(name).or_default().push(at);
     }
     fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
-        let mut prefix = Vec::new();
-        self.use_tree(&u.tree, &mut prefix);
-        self.dsl_import(&u.tree, &mut prefix);
+        self.use_tree(&u.tree, &mut Vec::new(), true);
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
         let derefs = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
@@ -190,66 +192,62 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
     fn visit_block(&mut self, b: &'a syn::Block) {
         for stmt in &b.stmts {
             if let syn::Stmt::Item(syn::Item::Use(u)) = stmt {
-                self.dsl_import(&u.tree, &mut Vec::new());
+                self.use_tree(&u.tree, &mut Vec::new(), false);
             }
         }
     }
 }
 
 impl Collect<'_, '_> {
-    fn use_tree(&mut self, tree: &syn::UseTree, prefix: &mut Vec<syn::Ident>) {
+    /// Record what a `use` tree names: its renames (`use a::B as C`, when `renames`: a file's
+    /// own items, not a function body's) and its diesel `dsl` imports (see [`Dsl`]).
+    fn use_tree(&mut self, tree: &syn::UseTree, prefix: &mut Vec<syn::Ident>, renames: bool) {
         match tree {
             syn::UseTree::Path(p) => {
                 prefix.push(p.ident.clone());
-                self.use_tree(&p.tree, prefix);
+                self.use_tree(&p.tree, prefix, renames);
                 prefix.pop();
             }
             syn::UseTree::Group(g) => {
                 for t in &g.items {
-                    self.use_tree(t, prefix);
+                    self.use_tree(t, prefix, renames);
                 }
             }
-            syn::UseTree::Rename(r) if r.ident != r.rename && r.ident != "self" => {
-                let segments = prefix.iter().chain([&r.ident]).cloned();
-                let path = syn::Path {
-                    leading_colon: None,
-                    segments: segments.map(syn::PathSegment::from).collect(),
-                };
-                let key = (self.file, r.rename.to_string());
-                self.names.renames.insert(key, path);
+            leaf => {
+                if let syn::UseTree::Rename(r) = leaf
+                    && renames
+                    && r.ident != r.rename
+                    && r.ident != "self"
+                {
+                    let segments = prefix.iter().chain([&r.ident]).cloned();
+                    let path = syn::Path {
+                        leading_colon: None,
+                        segments: segments.map(syn::PathSegment::from).collect(),
+                    };
+                    let key = (self.file, r.rename.to_string());
+                    self.names.renames.insert(key, path);
+                }
+                self.dsl_import(leaf, prefix);
             }
-            _ => {}
         }
     }
-}
 
-impl Collect<'_, '_> {
-    /// Record what a `use` tree names of diesel's `dsl` modules (see [`Dsl`]).
-    fn dsl_import(&mut self, tree: &syn::UseTree, prefix: &mut Vec<syn::Ident>) {
+    /// What the last item of a `use` path names of diesel's `dsl` modules (see [`Dsl`]).
+    fn dsl_import(&mut self, leaf: &syn::UseTree, prefix: &[syn::Ident]) {
         // The table whose `dsl` module `prefix` ends in (`schema::users::dsl` → `users`).
-        let table = |prefix: &[syn::Ident]| match prefix {
+        let table = match prefix {
             [.., t, d] if d == "dsl" => Some(t.to_string()),
             _ => None,
         };
         let file = self.file;
         let dsl = &mut self.names.dsl;
-        match tree {
-            syn::UseTree::Path(p) => {
-                prefix.push(p.ident.clone());
-                self.dsl_import(&p.tree, prefix);
-                prefix.pop();
-            }
-            syn::UseTree::Group(g) => {
-                for t in &g.items {
-                    self.dsl_import(t, prefix);
-                }
-            }
+        match leaf {
             syn::UseTree::Glob(_) => {
-                if let Some(t) = table(prefix) {
+                if let Some(t) = table {
                     push(&mut dsl.tables, (file, t.clone()), t);
                 }
             }
-            syn::UseTree::Name(n) => match table(prefix) {
+            syn::UseTree::Name(n) => match table {
                 Some(t) if n.ident == t => push(&mut dsl.tables, (file, t.clone()), t),
                 Some(_) => {}
                 None if n.ident == "dsl" => {
@@ -259,7 +257,7 @@ impl Collect<'_, '_> {
                 }
                 None => {}
             },
-            syn::UseTree::Rename(r) => match table(prefix) {
+            syn::UseTree::Rename(r) => match table {
                 Some(t) if r.ident == t => push(&mut dsl.tables, (file, r.rename.to_string()), t),
                 Some(_) => {}
                 None if r.ident == "dsl" => {
@@ -273,6 +271,7 @@ impl Collect<'_, '_> {
                 }
                 None => {}
             },
+            syn::UseTree::Path(_) | syn::UseTree::Group(_) => {}
         }
     }
 }

@@ -207,26 +207,23 @@ pub fn shares_transactions(ty: &syn::Type) -> bool {
 }
 
 /// The type arguments of a path type, behind references.
-fn type_args(ty: &syn::Type) -> impl Iterator<Item = &syn::Type> {
-    let mut ty = ty;
+fn type_args(mut ty: &syn::Type) -> impl Iterator<Item = &syn::Type> {
     while let syn::Type::Reference(r) = ty {
         ty = &r.elem;
     }
     let args = match ty {
-        syn::Type::Path(p) => p.path.segments.last().map(|s| &s.arguments),
+        syn::Type::Path(p) => p.path.segments.last().and_then(|s| match &s.arguments {
+            syn::PathArguments::AngleBracketed(a) => Some(a),
+            _ => None,
+        }),
         _ => None,
     };
-    args.into_iter().flat_map(|a| match a {
-        syn::PathArguments::AngleBracketed(a) => a
-            .args
-            .iter()
-            .filter_map(|g| match g {
-                syn::GenericArgument::Type(t) => Some(t),
-                _ => None,
-            })
-            .collect::<Vec<_>>(),
-        _ => Vec::new(),
-    })
+    args.into_iter()
+        .flat_map(|a| a.args.iter())
+        .filter_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
 }
 
 /// A diesel connection, or a connection manager of one (`ConnectionManager<PgConnection>`,

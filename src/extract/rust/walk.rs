@@ -112,13 +112,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             .filter(|t| !t.steps.is_empty())
             .collect();
         transactions.sort_by_key(|t| t.steps[0].seq);
-        let required = self.required.difference(&self.optional);
-        for seq in required {
-            let step = transactions
-                .iter_mut()
-                .flat_map(|t| t.steps.iter_mut())
-                .find(|s| s.seq == *seq);
-            if let Some(h) = step.and_then(|s| s.host.as_mut()) {
+        for s in transactions.iter_mut().flat_map(|t| t.steps.iter_mut()) {
+            if self.required.contains(&s.seq)
+                && !self.optional.contains(&s.seq)
+                && let Some(h) = s.host.as_mut()
+            {
                 h.required = true;
             }
         }

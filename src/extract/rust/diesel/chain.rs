@@ -19,18 +19,18 @@ impl Walker<'_, '_> {
     /// named through an imported `dsl` module (`accounts` after `use
     /// schema::accounts::dsl::*`, `a::accounts` after `use schema::accounts::dsl as a`).
     pub(in crate::extract::rust) fn diesel_table(&mut self, path: &syn::Path) -> Option<Value> {
-        let segments: Vec<&syn::Ident> = path.segments.iter().map(|s| &s.ident).collect();
-        let last = *segments.last()?;
-        let named = match segments.as_slice() {
-            [.., t, table] if *table == "table" => Some(t.to_string()),
-            [.., t, dsl, table] if *dsl == "dsl" && t == table => Some(t.to_string()),
-            _ => self.ix.names.dsl_table(path, self.file),
-        };
-        let table = named?;
-        // Where the table's name is written: `accounts` of `accounts::table`, else the last.
-        let at = match segments.as_slice() {
-            [.., t, table] if *table == "table" => *t,
-            _ => last,
+        let n = path.segments.len();
+        if n == 0 {
+            return None;
+        }
+        let seg = |i: usize| &path.segments[i].ident;
+        // The table, and where its name is written (`accounts` of `accounts::table`).
+        let (table, at) = if n >= 2 && seg(n - 1) == "table" {
+            (seg(n - 2).to_string(), seg(n - 2))
+        } else if n >= 3 && seg(n - 2) == "dsl" && seg(n - 3) == seg(n - 1) {
+            (seg(n - 1).to_string(), seg(n - 1))
+        } else {
+            (self.ix.names.dsl_table(path, self.file)?, seg(n - 1))
         };
         Some(Value::Diesel(Box::new(Query::new(
             Kind::Select,
