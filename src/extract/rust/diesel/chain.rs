@@ -220,8 +220,9 @@ impl Walker<'_, '_> {
         rows
     }
 
-    /// `a.eq(x)`, `a.eq(x).and(b.gt(y))`: `WHERE` conjuncts. Anything else is left out (it
-    /// only narrows the rows).
+    /// `a.eq(x)`, `a.eq(x).and(b.gt(y))`, `a.is_null().or(a.le(t))`: `WHERE` conjuncts. Anything
+    /// else is left out (it only narrows the rows), and so is a disjunction with a part left
+    /// out (it narrows them less than written).
     fn conditions(&mut self, e: &syn::Expr, out: &mut Vec<Cond>) {
         let syn::Expr::MethodCall(m) = e else {
             return;
@@ -234,12 +235,33 @@ impl Walker<'_, '_> {
             self.conditions(other, out);
             return;
         }
+        if name == "or"
+            && let Some(other) = m.args.first()
+        {
+            let (mut first, mut second) = (Vec::new(), Vec::new());
+            self.conditions(&m.receiver, &mut first);
+            self.conditions(other, &mut second);
+            if let ([_], [_]) = (&first[..], &second[..])
+                && let (Some(mut c), Some(mut d)) = (first.pop(), second.pop())
+            {
+                let mut rest = std::mem::take(&mut d.or);
+                c.or.push(d);
+                c.or.append(&mut rest);
+                out.push(c);
+            }
+            return;
+        }
         let Some(column) = self.column_or_bare(&m.receiver) else {
             return;
         };
         if let Some(&(_, op)) = COMPARISONS.iter().find(|(n, _)| *n == name) {
             let value = m.args.first().map(|v| self.part(v));
-            out.push(Cond { column, op, value });
+            out.push(Cond {
+                column,
+                op,
+                value,
+                or: Vec::new(),
+            });
         } else if name == "is_null" || name == "is_not_null" {
             let op = if name == "is_null" {
                 "IS NULL"
@@ -250,6 +272,7 @@ impl Walker<'_, '_> {
                 column,
                 op,
                 value: None,
+                or: Vec::new(),
             });
         }
     }

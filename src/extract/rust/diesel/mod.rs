@@ -70,6 +70,8 @@ pub(super) struct Cond {
     pub(super) column: Column,
     pub(super) op: &'static str,
     pub(super) value: Option<Part>,
+    /// `a.is_null().or(a.le(now))`: the conditions any of which holds instead of this one.
+    pub(super) or: Vec<Cond>,
 }
 
 impl Cond {
@@ -83,6 +85,7 @@ impl Cond {
             },
             op: "=",
             value: Some(value),
+            or: Vec::new(),
         }
     }
 }
@@ -131,6 +134,22 @@ impl Writer<'_> {
         self.binds.push(b.clone());
         let p = format!("${}", self.binds.len());
         self.text(&p);
+    }
+    /// `col op value`, one condition of a `WHERE`.
+    fn condition(&mut self, c: &Cond) {
+        self.column(&c.column);
+        self.text(&format!(" {}", c.op));
+        if let Some(v) = &c.value {
+            self.text(" ");
+            let any = c.op == "= ANY";
+            if any {
+                self.text("(");
+            }
+            self.part(v);
+            if any {
+                self.text(")");
+            }
+        }
     }
     fn part(&mut self, p: &Part) {
         match p {
@@ -268,19 +287,18 @@ impl Query {
         }
         for (i, c) in self.filters.iter().enumerate() {
             w.text(if i == 0 { " WHERE " } else { " AND " });
-            w.column(&c.column);
-            w.text(&format!(" {}", c.op));
-            if let Some(v) = &c.value {
-                w.text(" ");
-                let any = c.op == "= ANY";
-                if any {
-                    w.text("(");
-                }
-                w.part(v);
-                if any {
-                    w.text(")");
-                }
+            if c.or.is_empty() {
+                w.condition(c);
+                continue;
             }
+            w.text("(");
+            for (j, c) in std::iter::once(c).chain(&c.or).enumerate() {
+                if j > 0 {
+                    w.text(" OR ");
+                }
+                w.condition(c);
+            }
+            w.text(")");
         }
         for (i, c) in self.order.iter().enumerate() {
             w.text(if i == 0 { " ORDER BY " } else { ", " });
