@@ -330,6 +330,15 @@ impl<'a> Index<'a> {
             .copied()
             .filter(|&i| self.fns[i].owner.is_none() && self.fns[i].sig.receiver().is_none())
             .collect();
-        self.choose(&free, file)
+        self.choose(&free, file).or_else(|| {
+            // Of several in other files, the one the file's `use` imports.
+            let mut imported = free
+                .iter()
+                .filter(|&&i| self.names.imported_from(file, name, self.fns[i].file) == Some(true));
+            match (imported.next(), imported.next()) {
+                (Some(&i), None) => Some(i),
+                _ => None,
+            }
+        })
     }
 }

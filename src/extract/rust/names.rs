@@ -28,6 +28,9 @@ pub struct TypeNames<'a> {
     targets: HashMap<String, Vec<(usize, &'a syn::Type)>>,
     /// diesel tables imported from their `dsl` module, per file (see [`Dsl`]).
     dsl: Dsl,
+    /// `use billing::store::{insert_row, ..}`, per file: a function's (lower-case) name to
+    /// the modules of the path it is imported by (`billing`, `store`).
+    imports: HashMap<(usize, String), Vec<String>>,
 }
 
 /// The names a file gives diesel tables through their `dsl` module, in `use` items at the top
@@ -101,6 +104,36 @@ impl<'a> TypeNames<'a> {
                 module.contains(&table).then_some(table)
             }
         }
+    }
+
+    /// Whether `file` imports the function `name` from a module that `candidate`, a file of
+    /// the run, can be: the path's last module is the candidate's (`utils` for `api/utils.rs`
+    /// or `utils/mod.rs`, a crate for its `src/lib.rs`) and its other modules and crates name
+    /// folders above it, in order (`crate`, `self` and `super` aside). `None` when `file` does not import `name` by a path
+    /// with a module in it.
+    pub fn imported_from(&self, file: usize, name: &str, candidate: usize) -> Option<bool> {
+        let modules = self.imports.get(&(file, name.to_string()))?;
+        let path = self.paths.get(candidate)?;
+        let mut parts: Vec<String> = path
+            .with_extension("")
+            .iter()
+            .map(|c| c.to_string_lossy().replace('-', "_"))
+            .collect();
+        // `utils/mod.rs` is `utils`; a crate's `src/lib.rs` is the crate, named by its folder.
+        if parts.last().is_some_and(|p| p == "mod") {
+            parts.pop();
+        } else if parts.last().is_some_and(|p| p == "lib" || p == "main") {
+            parts.pop();
+            if parts.last().is_some_and(|p| p == "src") {
+                parts.pop();
+            }
+        }
+        let (last, above) = modules.split_last()?;
+        if parts.last() != Some(last) {
+            return Some(false);
+        }
+        let mut folders = parts[..parts.len() - 1].iter();
+        Some(above.iter().all(|m| folders.any(|f| f == m)))
     }
 
     /// Whether a path inside `ty` names an alias or one of `file`'s renames: most types name
@@ -227,8 +260,27 @@ impl Collect<'_, '_> {
                     let key = (self.file, r.rename.to_string());
                     self.names.renames.insert(key, path);
                 }
+                if let syn::UseTree::Name(n) = leaf
+                    && renames
+                {
+                    self.import(&n.ident, prefix);
+                }
                 self.dsl_import(leaf, prefix);
             }
+        }
+    }
+
+    /// `use a::b::f`: a function's (lower-case) name imported by a path with modules in it
+    /// (see [`TypeNames::imported_from`]).
+    fn import(&mut self, name: &syn::Ident, prefix: &[syn::Ident]) {
+        let modules: Vec<String> = prefix
+            .iter()
+            .map(ToString::to_string)
+            .filter(|m| !matches!(m.as_str(), "crate" | "self" | "super"))
+            .collect();
+        let name = name.to_string();
+        if !modules.is_empty() && name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            self.names.imports.insert((self.file, name), modules);
         }
     }
 
@@ -461,5 +513,43 @@ mod tests {
         // column of `b` named like the table, so not a table.
         assert_eq!(table("a", 1).as_deref(), Some("a"));
         assert_eq!(table("shared", 1), None);
+    }
+
+    #[test]
+    fn a_function_is_imported_from_the_file_its_path_names() {
+        let files = names(&[
+            (
+                "svc/src/handlers.rs",
+                "use self::routes::dimension::{utils::{debit, other}, x::y}; use super::credit;",
+            ),
+            ("svc/src/routes/dimension/utils.rs", ""),
+            ("core/src/utils.rs", ""),
+            ("svc/src/routes/dimension/utils/mod.rs", ""),
+            ("svc-core/src/lib.rs", ""),
+            ("svc/src/other.rs", "use svc_core::debit;"),
+        ]);
+        let n = collect(&files);
+        assert_eq!(n.imported_from(0, "debit", 1), Some(true));
+        assert_eq!(
+            n.imported_from(0, "debit", 2),
+            Some(false),
+            "not under routes/dimension"
+        );
+        assert_eq!(
+            n.imported_from(0, "debit", 3),
+            Some(true),
+            "a `mod.rs` is its folder"
+        );
+        assert_eq!(
+            n.imported_from(0, "credit", 1),
+            None,
+            "`super` names no module"
+        );
+        assert_eq!(n.imported_from(0, "absent", 1), None);
+        assert_eq!(
+            n.imported_from(5, "debit", 4),
+            Some(true),
+            "a crate's `lib.rs`, `-` as `_`"
+        );
     }
 }
