@@ -100,7 +100,8 @@ pub struct Extra {
     /// Functions and procedures it calls, other than aggregates and lock functions (see
     /// [`crate::model::routines`]).
     pub calls: List<RoutineCall>,
-    /// A decision read's or a `DELETE`'s whole `WHERE` when `filters` are not all of it (see
+    /// A decision read's, an `UPDATE`'s or a `DELETE`'s whole `WHERE` when `filters` are not all
+    /// of it (see
     /// [`Facts::other_conditions`]).
     pub condition: Option<Box<Operand>>,
     /// `WHERE` conditions other than `col = value` and without parameters, as printed (lower

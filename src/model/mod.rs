@@ -3,6 +3,7 @@
 //! Front-ends (`.sql` scripts, PL/pgSQL bodies, later Rust code) build it; rules read only it.
 //! Nothing here refers to sqlparser or syn.
 
+mod alone;
 mod facts;
 pub mod flow;
 pub mod lockgraph;
@@ -32,45 +33,15 @@ pub struct Program {
     /// Calls that send SQL txlint could not read (see `extract::Extracted`), in
     /// file order.
     pub unread_sql: Vec<Span>,
-    /// The units writing each table: the first one's position in `units`, and whether there
-    /// are others (built on the first [`Program::job_alone`] question, once units are done).
-    writers: std::sync::OnceLock<std::collections::HashMap<Name, (usize, bool)>>,
+    /// The units writing each table, each with the lock it writes under (built on the first
+    /// [`Program::alone`] question, once units are done).
+    writers: std::sync::OnceLock<alone::Writers>,
 }
 
 impl Program {
     /// The tables and keys the statements of `file` see.
     pub fn schema(&self, file: crate::source::FileId) -> &schema::Schema {
         self.schemas.of(file)
-    }
-
-    /// `unit` is a background job (see [`Unit::job`]) and no other unit writes a table that
-    /// these steps read or write: only another run of the job itself could race with them,
-    /// and txlint assumes one process runs it.
-    pub fn job_alone<'s>(&self, unit: &Unit, steps: impl IntoIterator<Item = &'s Step>) -> bool {
-        if unit.job.is_none() {
-            return false;
-        }
-        let writers = self.writers.get_or_init(|| {
-            let mut by_table = std::collections::HashMap::new();
-            for (i, u) in self.units.iter().enumerate() {
-                let steps = u.transactions.iter().flat_map(|t| &t.steps);
-                for w in steps.flat_map(|s| &s.facts.writes) {
-                    by_table
-                        .entry(w.name.clone())
-                        .and_modify(|(first, more): &mut (usize, bool)| *more |= *first != i)
-                        .or_insert((i, false));
-                }
-            }
-            by_table
-        });
-        let own = |i: usize| std::ptr::eq(&self.units[i], unit);
-        steps
-            .into_iter()
-            .flat_map(|s| s.facts.reads.iter().chain(&s.facts.writes))
-            .all(|t| match writers.get(&t.name) {
-                Some(&(first, more)) => !more && own(first),
-                None => true,
-            })
     }
 
     /// Drop the units and the schema once the rules are done; the files stay for reports.
@@ -610,10 +581,13 @@ impl Transaction {
         }
     }
 
-    /// The exclusive in-process lock (a `Mutex`, an `RwLock`'s write side) whose guard held the
-    /// database handle this transaction was opened on (`let inner = self.inner.write().await;
-    /// inner.db.begin()`), named by the lock (`Controller.inner`): the process keeps its handle
-    /// behind the lock, so two transactions opened under one such lock never overlap.
+    /// The exclusive lock this transaction runs under, by name: an in-process lock (a `Mutex`,
+    /// an `RwLock`'s write side) whose guard held the database handle it was opened on (`let
+    /// inner = self.inner.write().await; inner.db.begin()`), named by the lock
+    /// (`Controller.inner`), since the process keeps its handle behind the lock; or an
+    /// application lease the function holds (a value whose constructor claims a row by
+    /// compare-and-set or a session advisory lock and whose `Drop` releases it), named by its
+    /// type. Two transactions under one such lock never overlap.
     pub fn guard(&self) -> Option<&str> {
         self.bounds.as_ref().and_then(|b| b.guard.as_deref())
     }

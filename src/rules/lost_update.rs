@@ -47,7 +47,7 @@ fn write(
     let table = &f.writes.first()?.name;
     if is_hole(table)
         || flow.created.private(w.tx, w.step.seq, table)
-        || cx.program.job_alone(unit, [w.step])
+        || cx.program.alone(unit, [w.step])
     {
         return None;
     }

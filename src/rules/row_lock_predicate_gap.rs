@@ -34,7 +34,7 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .filter(|a| a.tx == l.tx && !unit.exclusive(&l.step.branch, &a.step.branch))
                 .collect();
             let steps = std::iter::once(l.step).chain(later.iter().map(|a| a.step));
-            if cx.program.job_alone(unit, steps) {
+            if cx.program.alone(unit, steps) {
                 continue;
             }
             let found = check_then_insert(cx, unit, l, lock, &later)

@@ -193,7 +193,7 @@ pub(super) fn walk_all(
     for (file, expr) in &index.consts {
         Walker::new(&index, front, &mut shared, *file).sql_only(expr);
     }
-    let mut units = Vec::new();
+    let (mut units, mut ends) = (Vec::new(), Vec::new());
     for (i, f) in index.fns.iter().enumerate() {
         let mut w = Walker::new(&index, front, &mut shared, f.file);
         w.test = f.test && !config.include_tests;
@@ -214,18 +214,22 @@ pub(super) fn walk_all(
             .collect();
         w.stack.push(i);
         w.params(f.sig, f.owner, None, None);
+        w.note_held_params(f.sig);
         let returns = match w.body(f.block) {
             Value::Handle(h) => Returns::Handle(h.kind),
             Value::Data(flow) => Returns::Data(flow.iter().collect()),
             _ => Returns::Nothing,
         };
         let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
-        units.push((i, w.finish(f), returns, open));
+        let held = std::mem::take(&mut w.held);
+        units.push((i, w.finish(f), held));
+        ends.push((returns, open));
     }
+    leases::mark(&index, &mut units);
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
     // file need not stay in memory. One that callers walk in place is their statements; its
     // own walk is kept as its summary.
-    for (i, unit, returns, open) in units {
+    for ((i, unit, _), (returns, open)) in units.into_iter().zip(ends) {
         if unit.transactions.is_empty() {
             continue;
         }

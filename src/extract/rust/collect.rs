@@ -128,18 +128,17 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.module = outer;
     }
     fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
-        let derefs = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
-        if derefs.is_some_and(|s| {
-            matches!(
-                s.ident.to_string().as_str(),
-                "Deref" | "DerefMut" | "AsRef" | "AsMut"
-            )
-        }) && let Some(name) = types::type_name(&i.self_ty)
-        {
-            self.ix.derefs.insert(name);
+        let name = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
+        let implements =
+            |traits: &[&str]| name.is_some_and(|s| traits.iter().any(|t| s.ident == t));
+        if let Some(ty) = types::type_name(&i.self_ty) {
+            if implements(&["Deref", "DerefMut", "AsRef", "AsMut"]) {
+                self.ix.derefs.insert(ty);
+            } else if implements(&["Drop"]) {
+                self.ix.drops.insert(ty);
+            }
         }
         let outer = self.owner.replace(&i.self_ty);
-        let name = i.trait_.as_ref().and_then(|(_, t, _)| t.segments.last());
         let in_trait = std::mem::replace(&mut self.impl_trait, name.map(|s| s.ident.to_string()));
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
         self.owner = outer;

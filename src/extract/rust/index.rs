@@ -64,6 +64,9 @@ pub(super) struct Index<'a> {
     /// Structs with a `Deref`, `DerefMut`, `AsRef` or `AsMut` impl: one of them that holds a
     /// handle stands for it (see [`Index::wrapper`]).
     pub(super) derefs: HashSet<String>,
+    /// Types of the run with an `impl Drop`: a value of one held by a function may be a lease
+    /// (see [`super::leases`]).
+    pub(super) drops: HashSet<String>,
     /// What struct literals put in a field, by field name (`Queue { claim: format!(..) }`):
     /// SQL built once and kept in a field, read where a method uses `self.claim`.
     pub(super) field_values: HashMap<String, Vec<(usize, &'a syn::Expr)>>,
@@ -138,6 +141,7 @@ impl<'a> Index<'a> {
             joinables: Vec::new(),
             relations: Vec::new(),
             derefs: HashSet::new(),
+            drops: HashSet::new(),
             names: names::TypeNames::collect(parsed.iter().map(|p| (p.path.as_path(), &p.ast))),
             field_values: HashMap::new(),
         };

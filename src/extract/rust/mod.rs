@@ -23,6 +23,7 @@ mod fields;
 mod index;
 mod inline;
 mod jobs;
+mod leases;
 mod library;
 mod lit;
 mod macros;
@@ -217,6 +218,8 @@ struct Walker<'a, 'w> {
     required: HashSet<usize>,
     /// Functions being walked (outermost first), against recursion.
     stack: Vec<usize>,
+    /// Values of types with an `impl Drop` that the function walked holds (see [`leases`]).
+    held: Vec<leases::Held>,
     /// The types of local variables that the code names (`let persist = NewCrate { .. }`,
     /// `let r: Repo = ..`): a method called on one is that type's.
     types: HashMap<String, std::rc::Rc<str>>,

@@ -56,6 +56,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             required: HashSet::new(),
             stack: Vec::new(),
             types: HashMap::new(),
+            held: Vec::new(),
         }
     }
 
@@ -297,6 +298,8 @@ impl<'a, 'w> Walker<'a, 'w> {
         let outer = self.vars.clone();
         let before: HashSet<usize> = self.open_transactions();
         let mut tail = Value::None;
+        // The function's own body, not a block in it nor a helper's.
+        let top = matches!(&self.stack[..], [f] if std::ptr::eq(block, self.ix.fns[*f].block));
         for stmt in &block.stmts {
             match stmt {
                 syn::Stmt::Expr(e, None) => {
@@ -304,6 +307,9 @@ impl<'a, 'w> Walker<'a, 'w> {
                     tail = self.or_data(v, e);
                 }
                 _ => self.stmt(stmt),
+            }
+            if top {
+                self.note_held(stmt);
             }
         }
         // Transactions opened in this block and still open are rolled back when dropped here,

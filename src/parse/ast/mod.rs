@@ -55,8 +55,8 @@ pub struct Structure {
     /// Calls of functions that are not built-in aggregates (`f(a, $1)`, `CALL p(..)`), with
     /// their positional arguments: a routine the run defines runs its statements here.
     pub calls: Vec<(String, Vec<Operand>)>,
-    /// A decision read's or a `DELETE`'s whole `WHERE`, when it has more than `col = value`
-    /// conjuncts (`id = $1 OR token = $2`): what it depends on, for the keys of the locks that
+    /// A decision read's, an `UPDATE`'s or a `DELETE`'s whole `WHERE`, when it has more than
+    /// `col = value` conjuncts (`id = $1 OR token = $2`): what it depends on, for the keys of the locks that
     /// should cover it.
     pub condition: Option<Operand>,
     /// The `WHERE` conjuncts other than `col = value` that hold no parameter (`payload IS NOT
@@ -448,6 +448,7 @@ pub fn structure(
             if let Some(w) = &u.selection {
                 s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
                 if s.other_conditions {
+                    s.condition = Some(operand(w, &mut 0));
                     s.compared = compared(w);
                 }
                 if let TableFactor::Table { name, .. } = &u.table.relation {

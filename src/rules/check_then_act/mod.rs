@@ -54,14 +54,14 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
                 tx.steps
                     .iter()
                     .filter(|s| !locked_before(s.seq))
-                    .filter(|s| !cx.program.job_alone(unit, [*s]))
+                    .filter(|s| !cx.program.alone(unit, [*s]))
                     .filter_map(|s| match report {
                         Report::Races => one_statement_claim(tx, s)
                             .or_else(|| insert_unless_exists(cx, unit, tx, s, report)),
                         Report::Refusals => insert_unless_exists(cx, unit, tx, s, report),
                     }),
             );
-            if report == Report::Races && !cx.program.job_alone(unit, &tx.steps) {
+            if report == Report::Races && !cx.program.alone(unit, &tx.steps) {
                 out.extend(replace::replace_under_partial_lock(cx, tx));
                 out.extend(replace::replace_unlocked(cx, tx));
             }
@@ -188,7 +188,7 @@ fn finding(
     if is_hole(table)
         || unit.exclusive(&r.step.branch, &w.step.branch)
         || flow.created.private(r.tx, r.step.seq, table)
-        || cx.program.job_alone(unit, [r.step, w.step])
+        || cx.program.alone(unit, [r.step, w.step])
     {
         return None;
     }

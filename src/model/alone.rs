@@ -1,0 +1,84 @@
+//! Code that only runs of itself, or of code serialised with it, could race with.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Name, Program, Step, Unit};
+
+/// Per table, the units that write it (by position in [`Program::units`]), each with the lock
+/// it writes under (see [`super::Transaction::guard`]); one entry per unit and lock. And the
+/// units (by address) with a transaction under a lock.
+#[derive(Debug, Default)]
+pub(super) struct Writers {
+    by_table: HashMap<Name, Vec<(usize, Option<Name>)>>,
+    guarded: HashSet<usize>,
+}
+
+impl Program {
+    /// Only code these steps are serialised with writes the tables they read or write, so no
+    /// concurrent run races with them:
+    /// - `unit` is a background job (see [`Unit::job`]) and no other unit writes those tables:
+    ///   only another run of the job could, and txlint assumes one process runs it;
+    /// - or the steps run under one lock (an in-process one, or an application lease; see
+    ///   [`super::Transaction::guard`]) and every write of those tables, in any unit, runs
+    ///   under it too.
+    pub fn alone<'s>(&self, unit: &Unit, steps: impl IntoIterator<Item = &'s Step>) -> bool {
+        let writers = self.writers.get_or_init(|| writers(&self.units));
+        let address = std::ptr::from_ref(unit) as usize;
+        if unit.job.is_none() && !writers.guarded.contains(&address) {
+            return false;
+        }
+        let steps: Vec<&Step> = steps.into_iter().collect();
+        let guard = common_guard(unit, &steps);
+        let tables = steps
+            .iter()
+            .flat_map(|s| s.facts.reads.iter().chain(&s.facts.writes));
+        let mut by_job = unit.job.is_some();
+        let mut by_guard = guard.is_some();
+        for t in tables {
+            for (u, g) in writers.by_table.get(&t.name).into_iter().flatten() {
+                by_job &= std::ptr::eq(&self.units[*u], unit);
+                by_guard &= g.as_deref() == guard;
+            }
+        }
+        by_job || by_guard
+    }
+}
+
+/// The lock every one of `steps` runs under in `unit`, if they share one.
+fn common_guard<'u>(unit: &'u Unit, steps: &[&Step]) -> Option<&'u str> {
+    let guard_of = |s: &Step| {
+        unit.transactions
+            .iter()
+            .find(|t| t.steps.iter().any(|x| std::ptr::eq(x, s)))
+            .and_then(|t| t.guard())
+    };
+    let first = guard_of(steps.first()?)?;
+    steps[1..]
+        .iter()
+        .all(|s| guard_of(s) == Some(first))
+        .then_some(first)
+}
+
+fn writers(units: &[Unit]) -> Writers {
+    let mut out = Writers::default();
+    let by_table = &mut out.by_table;
+    for (i, u) in units.iter().enumerate() {
+        for t in &u.transactions {
+            let guard = t.guard().map(Name::from);
+            if guard.is_some() {
+                out.guarded.insert(std::ptr::from_ref(u) as usize);
+            }
+            for w in t.steps.iter().flat_map(|s| &s.facts.writes) {
+                let list = by_table.entry(w.name.clone()).or_default();
+                if list.last() != Some(&(i, guard.clone())) {
+                    list.push((i, guard.clone()));
+                }
+            }
+        }
+    }
+    for list in by_table.values_mut() {
+        list.sort_unstable();
+        list.dedup();
+    }
+    out
+}
