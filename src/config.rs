@@ -74,16 +74,7 @@ pub struct SqlConfig {
     pub extensions: Vec<String>,
 }
 
-/// How the connection pool hands out sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PoolMode {
-    /// A client keeps its server session while it holds the connection.
-    #[default]
-    Session,
-    /// PgBouncer transaction pooling: the server session can change after every transaction.
-    Transaction,
-}
+pub use crate::registry::PoolMode;
 
 /// Teaching txlint a codebase's own database wrappers.
 #[derive(Debug, Default, Deserialize)]
@@ -284,12 +275,7 @@ impl Config {
     /// `path` relative to the configuration's folder, where globs apply (as given when the
     /// configuration has no folder, or the file is outside it).
     pub fn relative(&self, path: &Path) -> PathBuf {
-        if self.root.as_os_str().is_empty() {
-            return path.to_path_buf();
-        }
-        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        abs.strip_prefix(&self.root)
-            .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+        crate::io::relative_to(&self.root, path)
     }
 
     /// Dialect and `sql.mode` for a file: the defaults, then every matching override in order.

@@ -134,6 +134,16 @@ fn replace_invalid(mut bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_default()
 }
 
+/// `path` relative to `root` (as given when `root` is empty or the file is outside it).
+pub fn relative_to(root: &Path, path: &Path) -> std::path::PathBuf {
+    if root.as_os_str().is_empty() {
+        return path.to_path_buf();
+    }
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    abs.strip_prefix(root)
+        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+}
+
 /// `path` relative to `cwd` when it is below it, with `/` separators.
 pub fn display_path(path: &Path, cwd: &Path) -> String {
     let abs = cwd.join(path);

@@ -286,9 +286,13 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         project_of(&files[f].path, &mut projects)
     });
     program.schemas = schemas;
+    let options = rules::Options {
+        pool_mode: config.pool_mode,
+        root: config.root.clone(),
+    };
     let cx = rules::Context {
         program: &program,
-        config,
+        options: &options,
     };
     for (rule, check) in rules::CHECKS {
         if config.severity(rule).is_some() {

@@ -5,7 +5,18 @@
 //! `analysis-limit` and `unused-suppression` are reported by the pipeline itself; they are rules
 //! so that they can be documented, configured and suppressed like the others.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// How the connection pool hands out sessions (`pool_mode`, read by `session-lock-on-pool`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    /// A client keeps its server session while it holds the connection.
+    #[default]
+    Session,
+    /// PgBouncer transaction pooling: the server session can change after every transaction.
+    Transaction,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -91,7 +91,8 @@ fn io_and_registry_are_the_bottom() {
 #[test]
 fn rules_read_the_model_not_how_it_was_built() {
     let graph = imports();
-    let allowed = ["config", "diagnostic", "model", "registry", "source"];
+    // Not the configuration: a rule gets its options in `rules::Options`. `io` is the bottom.
+    let allowed = ["diagnostic", "io", "model", "registry", "source"];
     let extra: Vec<&String> = graph["rules"]
         .iter()
         .filter(|m| !allowed.contains(&m.as_str()))

@@ -1,7 +1,6 @@
 //! The checks over the model, one module per rule; each rule's name, severity and page are in
 //! [`crate::registry`].
 
-use crate::config::Config;
 use crate::diagnostic::Diagnostic;
 use crate::model::{Program, Step};
 use crate::registry::Rule;
@@ -18,10 +17,27 @@ pub mod unique_violation_unhandled;
 pub mod unused_suppression;
 pub mod xact_lock_outside_transaction;
 
-/// What a check sees: the model, and the configuration for rule options.
+/// What a check sees: the model, and the options rules read.
 pub struct Context<'a> {
     pub program: &'a Program,
-    pub config: &'a Config,
+    pub options: &'a Options,
+}
+
+/// What the rules read of the configuration, and nothing else of it.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `pool_mode`: with PgBouncer transaction pooling every session lock is a finding.
+    pub pool_mode: crate::registry::PoolMode,
+    /// The configuration's folder, where `[[overrides]]` globs apply: a help that suggests one
+    /// writes the file's path from there.
+    pub root: std::path::PathBuf,
+}
+
+impl Options {
+    /// `path` as an `[[overrides]]` glob would match it.
+    pub fn relative(&self, path: &std::path::Path) -> std::path::PathBuf {
+        crate::io::relative_to(&self.root, path)
+    }
 }
 
 impl Context<'_> {

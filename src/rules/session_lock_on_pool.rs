@@ -2,15 +2,15 @@
 //! sessions, or that goes back to the pool still held.
 
 use super::{Context, at_the_call};
-use crate::config::PoolMode;
 use crate::diagnostic::Diagnostic;
 use crate::model::*;
+use crate::registry::PoolMode;
 use crate::source::Span;
 
 pub use crate::registry::SESSION_LOCK_ON_POOL as RULE;
 
 pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    let transaction_pooling = cx.config.pool_mode == PoolMode::Transaction;
+    let transaction_pooling = cx.options.pool_mode == PoolMode::Transaction;
     if !transaction_pooling {
         returned_holding(cx, out);
     }

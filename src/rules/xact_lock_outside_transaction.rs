@@ -55,7 +55,7 @@ fn explain_script(cx: &Context, unit: &Unit, d: &mut Diagnostic) {
     }
     // The glob is relative to the configuration's folder.
     let rel = cx
-        .config
+        .options
         .relative(&cx.program.files[unit.span.file].path)
         .to_string_lossy()
         .replace('\\', "/");
