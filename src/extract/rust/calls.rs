@@ -258,7 +258,11 @@ impl<'a> Walker<'a, '_> {
         // not the run's one `get(&self) -> &PgPool`.
         let declared = match method.or_else(|| self.typed_method(&m.receiver, name)) {
             Some(i) => self.ix.returned_handle(i),
-            None if m.args.is_empty() => self.ix.returned_by_every(name, true),
+            None if m.args.is_empty() => self.ix.returned_by_every(name, true).or_else(|| {
+                let receiver = syntax::last_name(&m.receiver)?;
+                let i = self.ix.method_of_namesake(name, &receiver)?;
+                self.ix.returned_handle(i)
+            }),
             None => None,
         };
         if let Some(r) = declared {

@@ -48,6 +48,39 @@ impl Index<'_> {
         }
         Some((kind, dialect.filter(|_| same_db), shares))
     }
+
+    /// The method `name` of the one type that `receiver`, a variable or field whose type is
+    /// not known, is named after (`connection.inner()` on a `Connection` when a `Transaction`
+    /// has an `inner` too): code often calls a value after its type.
+    pub(super) fn method_of_namesake(&self, name: &str, receiver: &str) -> Option<usize> {
+        let mut of_namesake = self.by_name.get(name)?.iter().copied().filter(|&i| {
+            let f = &self.fns[i];
+            f.sig.receiver().is_some()
+                && f.owner
+                    .and_then(types::type_name)
+                    .is_some_and(|t| snake_case(&t) == receiver)
+        });
+        match (of_namesake.next(), of_namesake.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+/// `PgConnection` → `pg_connection`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Walker<'_, '_> {

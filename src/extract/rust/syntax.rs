@@ -13,6 +13,19 @@ pub(super) fn backend_name(text: &str) -> Option<Dialect> {
     }
 }
 
+/// The name a value goes by: a variable's (`connection`), a field's (`self.connection`).
+pub(super) fn last_name(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Field(f) => match &f.member {
+            syn::Member::Named(n) => Some(n.to_string()),
+            syn::Member::Unnamed(_) => None,
+        },
+        syn::Expr::Reference(r) => last_name(&r.expr),
+        syn::Expr::Paren(p) => last_name(&p.expr),
+        e => path_name(e),
+    }
+}
+
 pub(super) fn path_name(e: &syn::Expr) -> Option<String> {
     match e {
         syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
