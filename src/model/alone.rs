@@ -42,6 +42,30 @@ impl Program {
         }
         by_job || by_guard
     }
+
+    /// Why steps that share a lock (see [`super::Transaction::guard`]) are not [`Program::alone`]:
+    /// a write of a table they read or write that does not hold the lock, in another unit or
+    /// in theirs. `None` when they share no lock or every write holds it.
+    pub fn unguarded_write<'p>(&'p self, unit: &Unit, steps: &[&Step]) -> Option<&'p Step> {
+        let guard = common_guard(unit, steps)?;
+        let writers = self.writers.get_or_init(|| writers(&self.units));
+        steps
+            .iter()
+            .flat_map(|s| s.facts.reads.iter().chain(&s.facts.writes))
+            .find_map(|t| {
+                let (u, g) = writers
+                    .by_table
+                    .get(&t.name)?
+                    .iter()
+                    .find(|(_, g)| g.as_deref() != Some(guard))?;
+                self.units[*u]
+                    .transactions
+                    .iter()
+                    .filter(|tx| tx.guard() == g.as_deref())
+                    .flat_map(|tx| &tx.steps)
+                    .find(|s| s.facts.writes.iter().any(|w| w.name == t.name))
+            })
+    }
 }
 
 /// The lock every one of `steps` runs under in `unit`, if they share one.

@@ -88,7 +88,7 @@ fn write(
             if compares(w.step, r.step, &keys) || claims_unique(cx, flow, r, w) {
                 return None;
             }
-            return Some(diagnostic(cx, r, w, set, strong, same_tx));
+            return Some(diagnostic(cx, unit, (r, w), set, strong, same_tx));
         }
     }
     None
@@ -96,8 +96,8 @@ fn write(
 
 fn diagnostic(
     cx: &Context,
-    r: &At,
-    w: &At,
+    unit: &Unit,
+    (r, w): (&At, &At),
     set: &SetItem,
     strong: bool,
     same_tx: bool,
@@ -133,6 +133,17 @@ fn diagnostic(
     if shared_lock {
         message += "; a shared row lock lets both transactions read, then one loses or deadlocks";
     }
+    // Under a lock that some writer of the row does not take (see `Program::alone`).
+    let unguarded = w
+        .txn
+        .guard()
+        .zip(cx.program.unguarded_write(unit, &[r.step, w.step]));
+    if let Some((lock, other)) = unguarded {
+        message += &format!(
+            "; both run under `{lock}`, which the write at {} does not take",
+            cx.place(other.span, w.step.span)
+        );
+    }
     let lock_fix = if same_tx {
         "lock the read (`SELECT ... FOR UPDATE`)"
     } else {
@@ -145,6 +156,9 @@ fn diagnostic(
         .help(format!(
             "make the update relative (`SET {col} = {col} + $delta`), {lock_fix}, or compare what was read (`WHERE ... AND {col} = $old`, or a version column) and check the affected row count"
         ));
+    if let Some((lock, other)) = unguarded {
+        d = d.label(other.span, format!("written without `{lock}`"));
+    }
     // Read and write reached through different calls (`let c = repo.load(id)?; ..;
     // repo.save(&c)`): the function that makes those calls is where the race is composed.
     let (rc, wc) = (r.step.host().calls.first(), w.step.host().calls.first());
