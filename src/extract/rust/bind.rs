@@ -252,7 +252,19 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         match types::type_name(ty) {
             Some(name) if self.ix.handle_structs.contains_key(&name) => Value::Object(name.into()),
-            _ => Value::None,
+            // `repo: &R` with `R: Accounts`, `impl Accounts`, `&dyn Accounts`: the one type of
+            // the run that implements the trait.
+            _ => match types::bound_traits(sig, ty).iter().find_map(|t| {
+                match self.ix.trait_impls.get(t)?.as_slice() {
+                    [only] => Some(only),
+                    _ => None,
+                }
+            }) {
+                Some(only) if self.ix.handle_structs.contains_key(only) => {
+                    Value::Object(only.as_str().into())
+                }
+                _ => Value::None,
+            },
         }
     }
 

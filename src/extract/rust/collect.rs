@@ -97,8 +97,15 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
         self.nested(&f.attrs, |c| {
-            if let Some(block) = &f.default {
-                c.add(&f.sig, block, f);
+            match &f.default {
+                Some(block) => c.add(&f.sig, block, f),
+                None => {
+                    let name = f.sig.ident.to_string();
+                    c.ix.required
+                        .entry(name)
+                        .or_default()
+                        .push((c.file, &f.sig));
+                }
             }
             syn::visit::visit_trait_item_fn(c, f)
         });
@@ -136,6 +143,11 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
                 self.ix.derefs.insert(ty);
             } else if implements(&["Drop"]) {
                 self.ix.drops.insert(ty);
+            } else if let Some(t) = name {
+                let impls = self.ix.trait_impls.entry(t.ident.to_string()).or_default();
+                if !impls.contains(&ty) {
+                    impls.push(ty);
+                }
             }
         }
         let outer = self.owner.replace(&i.self_ty);

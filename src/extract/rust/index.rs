@@ -67,6 +67,11 @@ pub(super) struct Index<'a> {
     /// Types of the run with an `impl Drop`: a value of one held by a function may be a lease
     /// (see [`super::leases`]).
     pub(super) drops: HashSet<String>,
+    /// The types of the run that implement each trait (`impl Accounts for PgAccounts`).
+    pub(super) trait_impls: HashMap<String, Vec<String>>,
+    /// Trait methods declared without a body (`fn pool(&self) -> &PgPool;`), by name, with the
+    /// file: what a default method that calls one gets back.
+    pub(super) required: HashMap<String, Vec<(usize, &'a syn::Signature)>>,
     /// What struct literals put in a field, by field name (`Queue { claim: format!(..) }`):
     /// SQL built once and kept in a field, read where a method uses `self.claim`.
     pub(super) field_values: HashMap<String, Vec<(usize, &'a syn::Expr)>>,
@@ -142,6 +147,8 @@ impl<'a> Index<'a> {
             relations: Vec::new(),
             derefs: HashSet::new(),
             drops: HashSet::new(),
+            trait_impls: HashMap::new(),
+            required: HashMap::new(),
             names: names::TypeNames::collect(parsed.iter().map(|p| (p.path.as_path(), &p.ast))),
             field_values: HashMap::new(),
         };

@@ -17,12 +17,17 @@ impl Index<'_> {
     /// executor, which says nothing of the kind.
     pub(super) fn returned_handle(&self, i: usize) -> Option<Returned> {
         let f = &self.fns[i];
-        let syn::ReturnType::Type(_, ty) = &f.sig.output else {
+        self.declared_return(f.sig, f.file)
+    }
+
+    /// The handle a signature of `file` declares it returns (see [`Index::returned_handle`]).
+    fn declared_return(&self, sig: &syn::Signature, file: usize) -> Option<Returned> {
+        let syn::ReturnType::Type(_, ty) = &sig.output else {
             return None;
         };
         let ty = types::returned(ty);
-        let (kind, dialect) = self.handle_type(ty, f.file)?;
-        (kind != Executor::Unknown).then(|| (kind, dialect, self.shares_transactions(ty, f.file)))
+        let (kind, dialect) = self.handle_type(ty, file)?;
+        (kind != Executor::Unknown).then(|| (kind, dialect, self.shares_transactions(ty, file)))
     }
 
     /// The handle every function named `name` of the run returns (methods only, for a
@@ -30,13 +35,18 @@ impl Index<'_> {
     /// (`state.db.get_pool()`), or one function per database behind `cfg` features (whose
     /// database is then not known).
     pub(super) fn returned_by_every(&self, name: &str, method: bool) -> Option<Returned> {
-        let all = self.by_name.get(name)?;
-        let mut kinds = all.iter().map(|&i| {
-            let f = &self.fns[i];
-            (f.sig.receiver().is_some() == method)
-                .then(|| self.returned_handle(i))
-                .flatten()
-        });
+        let bodies = self.by_name.get(name).into_iter().flatten();
+        let bodies = bodies.map(|&i| (self.fns[i].sig, self.fns[i].file));
+        // A trait's required method (`fn pool(&self) -> &PgPool;`) declares it too.
+        let required = self.required.get(name).into_iter().flatten();
+        let mut kinds =
+            bodies
+                .chain(required.map(|&(file, sig)| (sig, file)))
+                .map(|(sig, file)| {
+                    (sig.receiver().is_some() == method)
+                        .then(|| self.declared_return(sig, file))
+                        .flatten()
+                });
         let (kind, dialect, shares) = kinds.next()??;
         let mut same_db = true;
         for k in kinds {

@@ -331,6 +331,46 @@ pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor
         .then_some(Executor::Unknown)
 }
 
+/// The traits a parameter's type is known only by: the bounds of the generic parameter it
+/// names (`&R` with `R: Accounts`), `impl Accounts`, `&dyn Accounts`, `Arc<dyn Accounts>`.
+pub fn bound_traits(sig: &syn::Signature, ty: &syn::Type) -> Vec<String> {
+    let inner = match ty {
+        syn::Type::Reference(r) => &*r.elem,
+        t => t,
+    };
+    let bounds: Vec<&syn::TypeParamBound> = match inner {
+        syn::Type::ImplTrait(t) => t.bounds.iter().collect(),
+        syn::Type::TraitObject(t) => t.bounds.iter().collect(),
+        syn::Type::Path(p) if p.path.get_ident().is_none() => {
+            // `Arc<dyn Accounts>`, `Box<dyn Accounts>`.
+            let last = p.path.segments.last();
+            let arg = last.and_then(|s| match &s.arguments {
+                syn::PathArguments::AngleBracketed(a) => a.args.first(),
+                _ => None,
+            });
+            return match arg {
+                Some(syn::GenericArgument::Type(t))
+                    if matches!(t, syn::Type::TraitObject(_))
+                        && last.is_some_and(|s| {
+                            matches!(s.ident.to_string().as_str(), "Arc" | "Box" | "Rc")
+                        }) =>
+                {
+                    bound_traits(sig, t)
+                }
+                _ => Vec::new(),
+            };
+        }
+        _ => generic_bounds(sig, ty),
+    };
+    bounds
+        .into_iter()
+        .filter_map(|b| match b {
+            syn::TypeParamBound::Trait(t) => t.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The bounds of the generic parameter a type (or a reference to it) names, in the
 /// parameter list and the `where` clause; none when it names no generic parameter.
 fn generic_bounds<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Vec<&'s syn::TypeParamBound> {
