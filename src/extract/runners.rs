@@ -282,6 +282,19 @@ pub const TOOLS: &[Tool] = &[
         },
     },
     Tool {
+        name: "PostgreSQL image init script",
+        recognised: "a file in `docker-entrypoint-initdb.d`, or one that a Dockerfile or compose file in its folder or the one above copies or mounts there",
+        mode: SqlMode::Script,
+        runs: "once, by the postgres image's entrypoint (psql) when it creates the database",
+        migration: true,
+        opt_out: None,
+        called: None,
+        recognise: |p| {
+            (p.folder(1) == "docker-entrypoint-initdb.d" || p.put_in_initdb())
+                .then_some(Found::Default)
+        },
+    },
+    Tool {
         name: "migration",
         recognised: "a versioned name (`<number>_<name>.sql`, `<date>-<name>.sql`) in a folder named like `migrations`; the tool is not recognised",
         mode: SqlMode::Script,
@@ -354,6 +367,34 @@ impl Probe<'_> {
             .ancestors()
             .skip(2)
             .find_map(|d| MANIFESTS.into_iter().find(|m| d.join(m).is_file()))
+    }
+
+    /// A Dockerfile or compose file in the file's folder or the one above copies or mounts the
+    /// file (or its folder) into the postgres image's `docker-entrypoint-initdb.d` (`COPY
+    /// ./db_init.sql /docker-entrypoint-initdb.d/`, `- ./init.sql:/docker-entrypoint-initdb.d/`).
+    fn put_in_initdb(&self) -> bool {
+        const FILES: [&str; 5] = [
+            "Dockerfile",
+            "docker-compose.yml",
+            "docker-compose.yaml",
+            "compose.yml",
+            "compose.yaml",
+        ];
+        // A folder mounted whole (`- ./initdb:/docker-entrypoint-initdb.d`).
+        let folder = self.folder(1);
+        let folders = self.path.ancestors().skip(1).take(2);
+        folders
+            .flat_map(|d| FILES.iter().map(move |f| d.join(f)))
+            .filter(|f| f.is_file())
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .any(|text| {
+                text.lines().any(|l| {
+                    l.contains("docker-entrypoint-initdb.d")
+                        && (l.contains(self.name)
+                            || l.contains("*.sql")
+                            || l.contains(&format!("{folder}:/docker-entrypoint-initdb.d")))
+                })
+            })
     }
 
     fn opted_out(&self, out: bool) -> Found {

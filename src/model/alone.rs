@@ -86,7 +86,8 @@ fn common_guard<'u>(unit: &'u Unit, steps: &[&Step]) -> Option<&'u str> {
 fn writers(units: &[Unit]) -> Writers {
     let mut out = Writers::default();
     let by_table = &mut out.by_table;
-    for (i, u) in units.iter().enumerate() {
+    // A migration's own statements run once per database, before the code that uses it.
+    for (i, u) in units.iter().enumerate().filter(|(_, u)| !u.runs_once()) {
         for t in &u.transactions {
             let guard = t.guard().map(Name::from);
             if guard.is_some() {
