@@ -133,16 +133,9 @@ fn diagnostic(
     if shared_lock {
         message += "; a shared row lock lets both transactions read, then one loses or deadlocks";
     }
-    // Under a lock that some writer of the row does not take (see `Program::alone`).
-    let unguarded = w
-        .txn
-        .guard()
-        .zip(cx.program.unguarded_write(unit, &[r.step, w.step]));
-    if let Some((lock, other)) = unguarded {
-        message += &format!(
-            "; both run under `{lock}`, which the write at {} does not take",
-            cx.place(other.span, w.step.span)
-        );
+    let unguarded = super::unguarded(cx, unit, (r, w));
+    if let Some((clause, _, _)) = &unguarded {
+        message += &format!("; {clause}");
     }
     let lock_fix = if same_tx {
         "lock the read (`SELECT ... FOR UPDATE`)"
@@ -156,8 +149,8 @@ fn diagnostic(
         .help(format!(
             "make the update relative (`SET {col} = {col} + $delta`), {lock_fix}, or compare what was read (`WHERE ... AND {col} = $old`, or a version column) and check the affected row count"
         ));
-    if let Some((lock, other)) = unguarded {
-        d = d.label(other.span, format!("written without `{lock}`"));
+    if let Some((_, at, label)) = unguarded {
+        d = d.label(at, label);
     }
     // Read and write reached through different calls (`let c = repo.load(id)?; ..;
     // repo.save(&c)`): the function that makes those calls is where the race is composed.

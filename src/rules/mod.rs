@@ -66,6 +66,26 @@ impl Context<'_> {
     }
 }
 
+/// Why a race between `r` and `w`, under a lock (an application lease, an in-process lock),
+/// is reported all the same: a write of their tables that does not take the lock (see
+/// `Program::alone`). The clause for the message, and that write with its label.
+fn unguarded(
+    cx: &Context,
+    unit: &crate::model::Unit,
+    (r, w): (&crate::model::flow::At, &crate::model::flow::At),
+) -> Option<(String, crate::source::Span, String)> {
+    let lock = w.txn.guard()?;
+    let other = cx.program.unguarded_write(unit, &[r.step, w.step])?;
+    Some((
+        format!(
+            "both run under `{lock}`, which the write at {} does not take",
+            cx.place(other.span, w.step.span)
+        ),
+        other.span,
+        format!("written without `{lock}`"),
+    ))
+}
+
 /// A check over the model: it reads the model and pushes its findings.
 pub type Check = fn(&Context, &mut Vec<Diagnostic>);
 

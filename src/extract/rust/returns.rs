@@ -68,29 +68,13 @@ impl Index<'_> {
             f.sig.receiver().is_some()
                 && f.owner
                     .and_then(types::type_name)
-                    .is_some_and(|t| snake_case(&t) == receiver)
+                    .is_some_and(|t| super::seaorm::snake(&t) == receiver)
         });
         match (of_namesake.next(), of_namesake.next()) {
             (Some(i), None) => Some(i),
             _ => None,
         }
     }
-}
-
-/// `PgConnection` → `pg_connection`.
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, c) in name.chars().enumerate() {
-        if c.is_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.extend(c.to_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 impl Walker<'_, '_> {

@@ -373,16 +373,9 @@ fn finding(
             lock.key
         );
     }
-    // Under a lock that some writer of the table does not take (see `Program::alone`).
-    let unguarded = w
-        .txn
-        .guard()
-        .zip(cx.program.unguarded_write(unit, &[r.step, w.step]));
-    if let Some((lock, other)) = unguarded {
-        message += &format!(
-            " (both run under `{lock}`, which the write at {} does not take)",
-            cx.place(other.span, w.step.span)
-        );
+    let unguarded = super::unguarded(cx, unit, (r, w));
+    if let Some((clause, _, _)) = &unguarded {
+        message += &format!(" ({clause})");
     }
     let mut d = match fired {
         true => Diagnostic::new(&RULE, r.step.span, message)
@@ -415,8 +408,8 @@ fn finding(
     if let Some((lock, _)) = uncovered {
         d = d.label(lock.span, "locks a key the check is not confined to");
     }
-    if let Some((lock, other)) = unguarded {
-        d = d.label(other.span, format!("written without `{lock}`"));
+    if let Some((_, at, label)) = unguarded {
+        d = d.label(at, label);
     }
     Some(match status {
         Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
