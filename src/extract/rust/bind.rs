@@ -244,17 +244,17 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(h) = self.typed(ty) {
             return Value::Handle(h);
         }
-        if let Some(kind) = types::generic_executor(sig, ty) {
+        if let Some(kind) = generics::generic_executor(sig, ty) {
             return Value::Handle(self.handle_of_kind(kind));
         }
-        if let Some(h) = types::generic_target(sig, ty).and_then(|t| self.typed(t)) {
+        if let Some(h) = generics::generic_target(sig, ty).and_then(|t| self.typed(t)) {
             return Value::Handle(h);
         }
         match types::type_name(ty) {
             Some(name) if self.ix.handle_structs.contains_key(&name) => Value::Object(name.into()),
             // `repo: &R` with `R: Accounts`, `impl Accounts`, `&dyn Accounts`: the one type of
             // the run that implements the trait.
-            _ => match types::bound_traits(sig, ty).iter().find_map(|t| {
+            _ => match generics::bound_traits(sig, ty).iter().find_map(|t| {
                 match self.ix.trait_impls.get(t)?.as_slice() {
                     [only] => Some(only),
                     _ => None,

@@ -1,0 +1,165 @@
+//! What a parameter of a generic type is known by: the bounds of its generic parameter
+//! (`E: PgExecutor<'_>`, `C: AsMut<PgConnection>`, `R: Accounts`), `impl Trait`, `dyn Trait`.
+
+use super::Executor;
+use super::types::is_executor_trait;
+
+/// `E: PgExecutor<'_>` and `where E: Executor`: a parameter of a generic executor type.
+pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor> {
+    generic_bounds(sig, ty)
+        .iter()
+        .any(|b| matches!(b, syn::TypeParamBound::Trait(t) if is_executor_trait(&t.path)))
+        .then_some(Executor::Unknown)
+}
+
+/// The traits a parameter's type is known only by: the bounds of the generic parameter it
+/// names (`&R` with `R: Accounts`), `impl Accounts`, `&dyn Accounts`, `Arc<dyn Accounts>`.
+pub fn bound_traits(sig: &syn::Signature, ty: &syn::Type) -> Vec<String> {
+    let inner = match ty {
+        syn::Type::Reference(r) => &*r.elem,
+        t => t,
+    };
+    let bounds: Vec<&syn::TypeParamBound> = match inner {
+        syn::Type::ImplTrait(t) => t.bounds.iter().collect(),
+        syn::Type::TraitObject(t) => t.bounds.iter().collect(),
+        syn::Type::Path(p) if p.path.get_ident().is_none() => {
+            // `Arc<dyn Accounts>`, `Box<dyn Accounts>`.
+            let last = p.path.segments.last();
+            let arg = last.and_then(|s| match &s.arguments {
+                syn::PathArguments::AngleBracketed(a) => a.args.first(),
+                _ => None,
+            });
+            return match arg {
+                Some(syn::GenericArgument::Type(t))
+                    if matches!(t, syn::Type::TraitObject(_))
+                        && last.is_some_and(|s| {
+                            matches!(s.ident.to_string().as_str(), "Arc" | "Box" | "Rc")
+                        }) =>
+                {
+                    bound_traits(sig, t)
+                }
+                _ => Vec::new(),
+            };
+        }
+        _ => generic_bounds(sig, ty),
+    };
+    bounds
+        .into_iter()
+        .filter_map(|b| match b {
+            syn::TypeParamBound::Trait(t) => t.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The bounds of the generic parameter a type (or a reference to it) names, in the
+/// parameter list and the `where` clause; none when it names no generic parameter.
+fn generic_bounds<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Vec<&'s syn::TypeParamBound> {
+    let ty = match ty {
+        syn::Type::Reference(r) => &*r.elem,
+        t => t,
+    };
+    let Some(name) = (match ty {
+        syn::Type::Path(p) => p.path.get_ident(),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let in_params = sig.generics.params.iter().filter_map(|g| match g {
+        syn::GenericParam::Type(t) if t.ident == *name => Some(&t.bounds),
+        _ => None,
+    });
+    let in_where = sig
+        .generics
+        .where_clause
+        .iter()
+        .flat_map(|w| &w.predicates)
+        .filter_map(|p| match p {
+            syn::WherePredicate::Type(t)
+                if matches!(&t.bounded_ty, syn::Type::Path(b) if b.path.get_ident() == Some(name)) =>
+            {
+                Some(&t.bounds)
+            }
+            _ => None,
+        });
+    in_params.chain(in_where).flatten().collect()
+}
+
+/// The type a generic parameter gives access to by its bounds: `C` in `fn f<C:
+/// AsMut<PgConnection>>(conn: C)` (also `BorrowMut<..>`, `DerefMut<Target = ..>`, in the
+/// parameter list or a `where` clause) stands for a `PgConnection`.
+pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s syn::Type> {
+    generic_bounds(sig, ty).into_iter().find_map(|b| {
+        let syn::TypeParamBound::Trait(t) = b else {
+            return None;
+        };
+        let last = t.path.segments.last()?;
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        args.args
+            .iter()
+            .find_map(|a| match (last.ident.to_string().as_str(), a) {
+                ("AsMut" | "BorrowMut" | "AsRef" | "Borrow", syn::GenericArgument::Type(t)) => {
+                    Some(t)
+                }
+                ("DerefMut" | "Deref", syn::GenericArgument::AssocType(a))
+                    if a.ident == "Target" =>
+                {
+                    Some(&a.ty)
+                }
+                _ => None,
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generic_parameter_stands_for_what_its_bounds_give() {
+        let target = |f: &str| {
+            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
+            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
+                panic!("no typed argument");
+            };
+            generic_target(&f.sig, &arg.ty).map(|t| quote::ToTokens::to_token_stream(t).to_string())
+        };
+        assert_eq!(
+            target("fn f<C: AsMut<PgConnection>>(c: C) {}").as_deref(),
+            Some("PgConnection")
+        );
+        assert_eq!(
+            target("fn f<C>(c: &mut C) where C: DerefMut<Target = PgConnection> + Send {}")
+                .as_deref(),
+            Some("PgConnection")
+        );
+        assert_eq!(target("fn f<C: Clone>(c: C) {}"), None);
+        assert_eq!(target("fn f(c: PgConnection) {}"), None);
+    }
+
+    #[test]
+    fn a_value_known_by_a_trait_is_known_by_its_name() {
+        let traits = |f: &str| {
+            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
+            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
+                panic!("no typed argument");
+            };
+            bound_traits(&f.sig, &arg.ty)
+        };
+        assert_eq!(
+            traits("fn f<R: Accounts + Send>(r: &R) {}"),
+            ["Accounts", "Send"]
+        );
+        assert_eq!(
+            traits("fn f<R>(r: R) where R: db::Accounts {}"),
+            ["Accounts"]
+        );
+        assert_eq!(traits("fn f(r: impl Accounts) {}"), ["Accounts"]);
+        assert_eq!(traits("fn f(r: &dyn Accounts) {}"), ["Accounts"]);
+        assert_eq!(traits("fn f(r: Arc<dyn Accounts>) {}"), ["Accounts"]);
+        assert!(traits("fn f(r: Vec<Accounts>) {}").is_empty());
+        assert!(traits("fn f(r: &PgAccounts) {}").is_empty());
+    }
+}
