@@ -163,6 +163,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         .map(|&i| absolute(&program.files[i].path))
         .collect();
     let sqlc = extract::sqlc::Sqlc::find(&sql_paths);
+    let init = extract::initdb::ImageInit::find(&sql_paths);
     // The crate a .sql file belongs to names its database when nothing closer does.
     let mut crates = extract::dialects::Crates::default();
     let crate_dialects: Vec<_> = sql_paths.iter().map(|p| crates.of(p)).collect();
@@ -181,7 +182,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         &program.files,
         &sql,
         config,
-        &sqlc,
+        (&sqlc, &init),
         &crate_dialects,
         &routines,
     );
@@ -389,7 +390,7 @@ fn extract_sql_parallel(
     files: &[SourceFile],
     ids: &[usize],
     config: &Config,
-    sqlc: &extract::sqlc::Sqlc,
+    (sqlc, init): (&extract::sqlc::Sqlc, &extract::initdb::ImageInit),
     crate_dialects: &[Option<source::Dialect>],
     routines: &extract::Routines,
 ) -> Vec<(extract::Extracted, Read)> {
@@ -413,7 +414,7 @@ fn extract_sql_parallel(
             false => f.text(),
         };
         let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
-        let runner = extract::runners::detect(&abs, text, sqlc);
+        let runner = extract::runners::detect(&abs, text, sqlc, init);
         let settings = config.settings_for(&f.path);
         // The configuration decides (txlint's, then sqlc's `engine`); else the file's folder or
         // name, its content, its crate.

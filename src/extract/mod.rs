@@ -1,6 +1,7 @@
 //! Front-ends: text of one kind of file -> units of the model.
 
 pub mod dialects;
+pub mod initdb;
 pub mod runners;
 pub mod rust;
 pub mod session;

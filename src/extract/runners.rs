@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+use super::initdb::ImageInit;
 use super::sqlc::Sqlc;
 use crate::config::SqlMode;
 use crate::model::Runner;
@@ -290,7 +291,7 @@ pub const TOOLS: &[Tool] = &[
         opt_out: None,
         called: None,
         recognise: |p| {
-            (p.folder(1) == "docker-entrypoint-initdb.d" || p.put_in_initdb())
+            (p.folder(1) == "docker-entrypoint-initdb.d" || p.init.puts(p.path))
                 .then_some(Found::Default)
         },
     },
@@ -318,6 +319,7 @@ struct Probe<'a> {
     /// The first non-empty line, trimmed.
     first: &'a str,
     sqlc: &'a Sqlc,
+    init: &'a ImageInit,
 }
 
 impl Probe<'_> {
@@ -369,41 +371,13 @@ impl Probe<'_> {
             .find_map(|d| MANIFESTS.into_iter().find(|m| d.join(m).is_file()))
     }
 
-    /// A Dockerfile or compose file in the file's folder or the one above copies or mounts the
-    /// file (or its folder) into the postgres image's `docker-entrypoint-initdb.d` (`COPY
-    /// ./db_init.sql /docker-entrypoint-initdb.d/`, `- ./init.sql:/docker-entrypoint-initdb.d/`).
-    fn put_in_initdb(&self) -> bool {
-        const FILES: [&str; 5] = [
-            "Dockerfile",
-            "docker-compose.yml",
-            "docker-compose.yaml",
-            "compose.yml",
-            "compose.yaml",
-        ];
-        // A folder mounted whole (`- ./initdb:/docker-entrypoint-initdb.d`).
-        let folder = self.folder(1);
-        let folders = self.path.ancestors().skip(1).take(2);
-        folders
-            .flat_map(|d| FILES.iter().map(move |f| d.join(f)))
-            .filter(|f| f.is_file())
-            .filter_map(|f| std::fs::read_to_string(f).ok())
-            .any(|text| {
-                text.lines().any(|l| {
-                    l.contains("docker-entrypoint-initdb.d")
-                        && (l.contains(self.name)
-                            || l.contains("*.sql")
-                            || l.contains(&format!("{folder}:/docker-entrypoint-initdb.d")))
-                })
-            })
-    }
-
     fn opted_out(&self, out: bool) -> Found {
         if out { Found::OptedOut } else { Found::Default }
     }
 }
 
 /// The runner of the `.sql` file at `path` (as found on disk) with text `text`.
-pub fn detect(path: &Path, text: &str, sqlc: &Sqlc) -> Option<Detected> {
+pub fn detect(path: &Path, text: &str, sqlc: &Sqlc, init: &ImageInit) -> Option<Detected> {
     let first = text
         .trim_start_matches('\u{feff}')
         .lines()
@@ -416,6 +390,7 @@ pub fn detect(path: &Path, text: &str, sqlc: &Sqlc) -> Option<Detected> {
         text,
         first,
         sqlc,
+        init,
     };
     TOOLS.iter().find_map(|tool| {
         let found = (tool.recognise)(&probe)?;
@@ -547,7 +522,13 @@ mod tests {
     use super::*;
 
     fn runner(path: &str, text: &str) -> Option<(&'static str, SqlMode)> {
-        detect(Path::new(path), text, &Sqlc::default()).map(|d| (d.runner.name, d.mode))
+        detect(
+            Path::new(path),
+            text,
+            &Sqlc::default(),
+            &ImageInit::default(),
+        )
+        .map(|d| (d.runner.name, d.mode))
     }
 
     const TX: Option<SqlMode> = Some(SqlMode::Transaction);
