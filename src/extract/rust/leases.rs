@@ -56,16 +56,20 @@ impl Walker<'_, '_> {
     pub(super) fn note_held(&mut self, stmt: &syn::Stmt) {
         match stmt {
             syn::Stmt::Local(local) => {
-                let (pat, annotated) = match &local.pat {
-                    syn::Pat::Type(t) => (&*t.pat, self.drop_type(&t.ty)),
-                    p => (p, None),
+                let pat = match &local.pat {
+                    syn::Pat::Type(t) => &*t.pat,
+                    p => p,
                 };
                 let syn::Pat::Ident(p) = pat else {
                     return;
                 };
                 let name = p.ident.to_string();
-                let ty = annotated
-                    .or_else(|| self.types.get(&name).cloned())
+                // An annotation or a struct literal (`Walker::note_type` has read them), else
+                // the type whose associated function makes the value.
+                let ty = self
+                    .types
+                    .get(&name)
+                    .cloned()
                     .or_else(|| constructed(local.init.as_ref()?.expr.as_ref()))
                     .filter(|t| self.ix.drops.contains(&**t));
                 if let Some(ty) = ty {
