@@ -427,6 +427,10 @@ pub struct Session {
     /// position, see [`Step::seq`]), whoever gave it: a lock taken before that point is held
     /// through `.await`s while nothing that would unlock it owns the connection yet.
     pub handed_on_at: Option<usize>,
+    /// Taken in an `async` function: every statement on it is awaited, and a caller can drop
+    /// the future at any of those awaits (a timeout, `select!`, an aborted task, a request
+    /// whose client went away), skipping whatever was to run after.
+    pub in_async: bool,
 }
 
 /// A place where host code may leave the function early.

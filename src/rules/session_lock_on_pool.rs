@@ -284,12 +284,49 @@ fn unlock_problem(
                 && !same
                     .iter()
                     .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
-        })?;
+        });
+    let Some(exit) = exit else {
+        return dropped_while_held(steps, (lock_step, lock), session, final_unlock, call);
+    };
     Some(
         base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"), Some(final_unlock))
             .label(exit.span, "returns without unlocking")
             .label(final_unlock.span, "unlocked only when this is reached")
             .help("unlock before every early return (or map the error, unlock, then return it), or use `pg_advisory_xact_lock` inside a transaction"),
+    )
+}
+
+/// Unlocked on every path, but by hand, after other work the `async` function awaits while it
+/// holds the lock (`lock; let r = work(&mut conn).await; unlock; r`): a caller that drops the
+/// future at one of those awaits (a timeout, `select!`, an aborted task, a request whose
+/// client went away) never runs the unlock, and the pool takes the connection back still
+/// holding the lock. Nothing awaited in between (`lock; unlock`) leaves no such window.
+fn dropped_while_held(
+    steps: &[(&Step, Executor)],
+    (lock_step, lock): (&Step, &AdvisoryCall),
+    session: &Session,
+    final_unlock: &Step,
+    call: &str,
+) -> Option<Diagnostic> {
+    if !session.in_async {
+        return None;
+    }
+    let work = steps
+        .iter()
+        .map(|(s, _)| *s)
+        .find(|s| (lock_step.seq + 1..final_unlock.seq).contains(&s.seq))?;
+    let d = Diagnostic::new(
+        &RULE,
+        lock.span,
+        format!(
+            "`{call}` is held while this `async` code awaits other work, and only the unlock reached afterwards releases it: if the caller drops the future meanwhile (a timeout, `select!`, an aborted task), the connection goes back to the pool still holding the lock"
+        ),
+    );
+    Some(
+        composed_at(d, lock_step, Some(final_unlock))
+            .label(work.span, "awaited while the lock is held")
+            .label(final_unlock.span, "not run when the future is dropped before it")
+            .help("take `pg_advisory_xact_lock` inside a transaction (a dropped transaction rolls back and releases it), or hand the connection to a guard whose `Drop` unlocks it (sqlx's `PgAdvisoryLock`)"),
     )
 }
 

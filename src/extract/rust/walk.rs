@@ -222,6 +222,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             inherited: false,
             handed_on: false,
             handed_on_at: None,
+            in_async: self.in_async,
         });
         id
     }

@@ -146,6 +146,7 @@ pub fn extract(
         inherited: false,
         handed_on: false,
         handed_on_at: None,
+        in_async: false,
     }];
     x.out.units.insert(0, unit);
     x.out
