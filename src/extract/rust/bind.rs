@@ -225,6 +225,9 @@ impl<'a, 'w> Walker<'a, 'w> {
                         (None, None) => Value::None,
                     };
                     self.vars.insert("self".to_string(), value);
+                    if let Some(ty) = owner.and_then(types::type_name) {
+                        self.types.insert("self".to_string(), ty.into());
+                    }
                     continue;
                 }
             };
@@ -235,6 +238,9 @@ impl<'a, 'w> Walker<'a, 'w> {
                 v => v,
             };
             self.note_sorted(&t.pat, &t.ty);
+            if let (syn::Pat::Ident(p), Some(ty)) = (&*t.pat, types::type_name(&t.ty)) {
+                self.types.insert(p.ident.to_string(), ty.into());
+            }
             self.bind(&t.pat, value);
         }
     }

@@ -156,8 +156,9 @@ impl Walker<'_, '_> {
     }
 
     /// `.values(&row)` with a `#[derive(Insertable)]` row: its columns. A struct literal gives
-    /// each field's value; a variable `row` gives `row.<field>` (the run's one insertable
-    /// struct for the table; with several, none: txlint cannot tell which).
+    /// each field's value; a variable `row` gives `row.<field>`, of the struct its type names,
+    /// or else of the run's one insertable struct for the table (with several, none: txlint
+    /// cannot tell which).
     pub(super) fn insertable_values(&mut self, table: &str, e: &syn::Expr) -> Vec<(Column, Part)> {
         let mut e = e;
         while let syn::Expr::Reference(r) = e {
@@ -198,15 +199,26 @@ impl Walker<'_, '_> {
         let Some(var) = p.path.get_ident() else {
             return Vec::new();
         };
-        let mut rows = self
-            .ix
-            .insertables
-            .values()
+        // The variable's own type when the code names it (`row: &NewTask`, `self` in `impl
+        // NewTask`, `let row = NewTask { .. }`), else the table's one insertable struct.
+        let named = self
+            .local_type(e)
+            .and_then(|t| self.ix.insertables.get(&*t))
             .filter(|r| self.diesel_sql_name(&r.table) == table);
-        let (Some(row), None) = (rows.next(), rows.next()) else {
-            return Vec::new();
+        let row = match named {
+            Some(row) => row.clone(),
+            None => {
+                let mut rows = self
+                    .ix
+                    .insertables
+                    .values()
+                    .filter(|r| self.diesel_sql_name(&r.table) == table);
+                let (Some(row), None) = (rows.next(), rows.next()) else {
+                    return Vec::new();
+                };
+                row.clone()
+            }
         };
-        let row = row.clone();
         let from = self.flow(e);
         let at = self.span(var);
         row.columns
