@@ -610,8 +610,9 @@ fn not_a_builder(conn: &mut PgConnection, runner: Runner) {
 }
 
 /// `.values(&row)` with a `#[derive(Insertable)]` row inserts the struct's columns (renamed by
-/// `column_name`, without `skip_insertion` fields); with two insertable structs for the table
-/// and a variable of unknown type, none.
+/// `column_name`, without `skip_insertion` fields); with two insertable structs for the table,
+/// those of the struct the variable's declared type names, and none for a variable of unknown
+/// type.
 #[test]
 fn diesel_insertable_rows_insert_their_columns() {
     let src = r#"
@@ -637,9 +638,11 @@ struct OtherNote { body: String, author: i64 }
 fn f(conn: &mut PgConnection, row: NewTask, h: &str, note: NewNote, form: &PersonForm) {
     diesel::insert_into(tasks::table).values(&row).execute(conn);
     diesel::insert_into(tasks::table).values(&NewTask { hash: h, payload: "p", local: 0 }).execute(conn);
-    diesel::insert_into(notes::table).values(&note).execute(conn);
+    let unknown = load_note();
+    diesel::insert_into(notes::table).values(&unknown).execute(conn);
     diesel::insert_into(notes::table).values(&NewNote { body: h.into() }).execute(conn);
     diesel::insert_into(person::table).values(form).execute(conn);
+    diesel::insert_into(notes::table).values(&note).execute(conn);
 }
 "#;
     let units = units(src, "");
@@ -656,6 +659,7 @@ fn f(conn: &mut PgConnection, row: NewTask, h: &str, note: NewNote, form: &Perso
             vec![],
             vec!["body"],
             vec!["name"],
+            vec!["body"],
         ]
     );
     let row = s[0].1.host();
