@@ -291,10 +291,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
         pool_mode: config.pool_mode,
         root: config.root.clone(),
     };
-    let cx = rules::Context {
-        program: &program,
-        options: &options,
-    };
+    let cx = rules::Context::new(&program, &options);
     for (rule, check) in rules::CHECKS {
         if config.severity(rule).is_some() {
             check(&cx, &mut diagnostics);

@@ -21,6 +21,9 @@ pub mod xact_lock_outside_transaction;
 pub struct Context<'a> {
     pub program: &'a Program,
     pub options: &'a Options,
+    /// The pairing of decision reads with writes, made once for the two rules that report
+    /// from it (see [`check_then_act::Outcome`]).
+    pairs: std::cell::OnceCell<check_then_act::Pairs>,
 }
 
 /// What the rules read of the configuration, and nothing else of it.
@@ -40,7 +43,20 @@ impl Options {
     }
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    pub fn new(program: &'a Program, options: &'a Options) -> Self {
+        Context {
+            program,
+            options,
+            pairs: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Decision reads paired with the writes that depend on them, searched on first use.
+    fn pairs(&self) -> &check_then_act::Pairs {
+        self.pairs.get_or_init(|| check_then_act::search(self))
+    }
+
     /// 1-based line of a span's start, for messages that point at another statement.
     pub fn line(&self, span: crate::source::Span) -> usize {
         self.program.files[span.file].line(span.start())

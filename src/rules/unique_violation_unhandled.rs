@@ -1,18 +1,18 @@
 //! `unique-violation-unhandled`: a check-then-insert race that a unique key settles by failing
 //! the second insert with 23505, in code that lets that error through.
 //!
-//! The races are `check-then-act`'s (its search finds them, see [`search`]); that rule stays
-//! silent where a unique key refuses the duplicate, and this one reports what the loser gets.
+//! The races are `check-then-act`'s (one search pairs reads and writes for both rules, see
+//! [`Outcome`](super::check_then_act::Outcome)); that rule stays silent where a unique key
+//! refuses the duplicate, and this one reports what the loser gets.
 
 use super::Context;
-use super::check_then_act::{Report, search};
 use crate::diagnostic::Diagnostic;
 use crate::model::*;
 
 pub use crate::registry::UNIQUE_VIOLATION_UNHANDLED as RULE;
 
 pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    search(cx, Report::Refusals, out);
+    out.extend(cx.pairs().refusals.iter().cloned());
 }
 
 /// The error of `step` leaves the code that sent it: Rust passes it on (with `?` or as the

@@ -65,12 +65,11 @@ pub(super) fn insert_unless_exists(
     unit: &Unit,
     tx: &Transaction,
     step: &Step,
-    report: Report,
-) -> Option<Diagnostic> {
+) -> Option<Outcome> {
     let f = &step.facts;
     let e = f.extra();
-    if f.on_conflict && report == Report::Races {
-        return conflict_key_misses_check(cx, step);
+    if f.on_conflict {
+        return conflict_key_misses_check(cx, step).map(Outcome::Race);
     }
     if f.kind != StmtKind::Insert
         || e.absent.is_empty()
@@ -89,13 +88,11 @@ pub(super) fn insert_unless_exists(
     }
     let absent: Vec<&str> = e.absent.iter().map(|(c, _)| c.as_str()).collect();
     let key = schema.unique_within_row(&table.name, &absent, &given(step), &[] as &[&str]);
-    match (report, key) {
-        (Report::Refusals, Some(key)) => return refused::one_statement(unit, step, &key),
-        (Report::Refusals, None) | (Report::Races, Some(_)) => return None,
-        (Report::Races, None) => {}
+    if let Some(key) = key {
+        return refused::one_statement(unit, step, &key).map(Outcome::Refused);
     }
     let cols = absent.join("`, `");
-    Some(
+    Some(Outcome::Race(
         Diagnostic::new(
             &RULE,
             table.span,
@@ -109,7 +106,7 @@ pub(super) fn insert_unless_exists(
         .help(format!(
             "add a unique constraint on (`{cols}`) and insert with `ON CONFLICT DO NOTHING`, or take `pg_advisory_xact_lock` on the key first in the same transaction (READ COMMITTED)"
         )),
-    )
+    ))
 }
 
 /// `INSERT .. SELECT .. WHERE NOT EXISTS (SELECT 1 FROM t WHERE path >= $2 AND path < $3) ON

@@ -24,20 +24,31 @@ use claims::*;
 use depends::*;
 use guards::*;
 
-/// What a [`search`] reports: this rule's races, or the races a unique key settles by failing
-/// the second insert, where the code lets that error through ([`refused`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Report {
-    Races,
-    Refusals,
+/// What one decision read and one write (or one statement that checks and inserts) come to
+/// when they race: this rule's finding, or, where a unique key fails the second insert with a
+/// unique violation, [`refused`]'s (`unique-violation-unhandled`, which says whether the code
+/// handles that error). One evaluation decides which of the two rules reports the race, so
+/// neither can report what the other does.
+pub(super) enum Outcome {
+    Race(Diagnostic),
+    Refused(Diagnostic),
+}
+
+/// The findings of both rules, from one pairing of decision reads with the writes that
+/// depend on them (see [`Context::pairs`](super::Context)).
+#[derive(Default)]
+pub struct Pairs {
+    pub(super) races: Vec<Diagnostic>,
+    pub(super) refusals: Vec<Diagnostic>,
 }
 
 pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
-    search(cx, Report::Races, out);
+    out.extend(cx.pairs().races.iter().cloned());
 }
 
-/// Pair every decision read with the writes that depend on it.
-pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
+/// Pair every decision read with the writes that depend on it, once for both rules.
+pub(super) fn search(cx: &Context) -> Pairs {
+    let mut out = Pairs::default();
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         // Where advisory transaction locks are first taken (see `locked_before`), found once.
         let in_autocommit = unit
@@ -50,125 +61,155 @@ pub(super) fn search(cx: &Context, report: Report, out: &mut Vec<Diagnostic>) {
             let in_tx = first_advisory(tx).filter(|_| tx.isolation == Isolation::ReadCommitted);
             let locked_before =
                 |seq: usize| [in_tx, in_autocommit].iter().flatten().any(|&l| l < seq);
-            out.extend(
-                tx.steps
-                    .iter()
-                    .filter(|s| !locked_before(s.seq))
-                    .filter(|s| !cx.program.alone(unit, [*s]))
-                    .filter_map(|s| match report {
-                        Report::Races => one_statement_claim(tx, s)
-                            .or_else(|| insert_unless_exists(cx, unit, tx, s, report)),
-                        Report::Refusals => insert_unless_exists(cx, unit, tx, s, report),
-                    }),
-            );
-            if report == Report::Races && !cx.program.alone(unit, &tx.steps) {
-                out.extend(replace::replace_under_partial_lock(cx, tx));
-                out.extend(replace::replace_unlocked(cx, tx));
-            }
-        }
-        let flow = Flow::new(unit);
-        if !flow.steps.iter().any(|r| is_decision(r) || is_presence(r)) {
-            continue;
-        }
-        // The reads each branch arm is taken on.
-        let mut arms: HashMap<usize, Vec<usize>> = HashMap::new();
-        // And the other way: the arms taken on each read, and those taken on what it read
-        // (not only on whether it found a row).
-        let mut taken = Decided::default();
-        for c in unit.conditions.iter().filter(|c| !c.failed) {
-            arms.entry(c.branch).or_default().extend(&c.from);
-            for &seq in &c.from {
-                taken.any.entry(seq).or_default().push(c.branch);
-                if !c.presence {
-                    taken.on_value.entry(seq).or_default().push(c.branch);
-                }
-            }
-        }
-        let mut limited = false;
-        // One decision is one race: its first write is the finding, the others are labels. A
-        // decision is its place in the source: the copies of one trigger's read before each
-        // statement that fires it are one decision.
-        let mut found: Vec<(usize, Diagnostic)> = Vec::new();
-        for j in 0..flow.steps.len() {
-            let w = &flow.steps[j];
-            let f = &w.step.facts;
-            if !matches!(
-                f.kind,
-                StmtKind::Insert | StmtKind::Update | StmtKind::Delete
-            ) {
-                continue;
-            }
-            // In a transaction txlint does not know (a query file's statement, sent by code it
-            // does not read), only a decision the statement makes itself is judged: a read of
-            // its own `BEFORE` trigger runs in the statement, whatever transaction that is.
-            let unknown = w.txn.scope == Scope::Unknown;
-            // The decisions this write can depend on: reads of its table, reads whose results
-            // flow into it, reads the branches around it are taken on; nearest first.
-            let by_seq = w
-                .step
-                .host()
-                .inputs
+            let steps = tx
+                .steps
                 .iter()
-                .flat_map(|i| i.from.iter().copied())
-                .chain(flow.var_origins(j))
-                .chain(
-                    w.step
-                        .branch
-                        .iter()
-                        .flat_map(|b| arms.get(b))
-                        .flatten()
-                        .copied(),
-                )
-                .filter_map(|seq| flow.position(seq));
-            let of_table = f
-                .writes
-                .first()
-                .into_iter()
-                .flat_map(|t| flow.reads_of(&t.name, j));
-            let mut candidates: Vec<usize> = of_table
-                .chain(by_seq)
-                .filter(|&i| i < j && (is_decision(&flow.steps[i]) || is_presence(&flow.steps[i])))
-                .filter(|&i| {
-                    let r = &flow.steps[i];
-                    (!unknown && r.txn.scope != Scope::Unknown) || r.step.run_by(w.step)
-                })
-                .collect();
-            candidates.sort_unstable_by(|a, b| b.cmp(a));
-            candidates.dedup();
-            if candidates.len() > CANDIDATES {
-                candidates.truncate(CANDIDATES);
-                limited = true;
+                .filter(|s| !locked_before(s.seq))
+                .filter(|s| !cx.program.alone(unit, [*s]));
+            for s in steps {
+                let (claim, unless) = (
+                    one_statement_claim(tx, s),
+                    insert_unless_exists(cx, unit, tx, s),
+                );
+                let (race, refused) = match unless {
+                    Some(Outcome::Race(d)) => (claim.or(Some(d)), None),
+                    Some(Outcome::Refused(d)) => (claim, Some(d)),
+                    None => (claim, None),
+                };
+                out.races.extend(race);
+                out.refusals.extend(refused);
             }
-            let Some((i, d)) = candidates
-                .iter()
-                .find_map(|&i| finding(cx, unit, &flow, &taken, i, j, report).map(|d| (i, d)))
-            else {
-                continue;
-            };
-            let decision = flow.steps[i].step.span;
-            match found
-                .iter_mut()
-                .find(|(r, _)| flow.steps[*r].step.span == decision)
-            {
-                Some((_, first)) if report == Report::Races => {
-                    first.labels.push(crate::diagnostic::Label {
-                        span: f.writes.first().map_or(d.span, |t| t.span),
-                        message: "also acts on this decision".into(),
-                    })
-                }
-                _ => found.push((i, d)),
+            if !cx.program.alone(unit, &tx.steps) {
+                out.races
+                    .extend(replace::replace_under_partial_lock(cx, tx));
+                out.races.extend(replace::replace_unlocked(cx, tx));
             }
         }
-        out.extend(found.into_iter().map(|(_, d)| d));
-        if limited && report == Report::Races {
-            out.push(analysis_limit_diagnostic(
-                unit.span,
-                RULE.name,
-                "every decision read before some of this unit's writes",
-                &format!("a write has more than {CANDIDATES} candidate reads; the nearest were paired with it"),
-            ));
+        pair_reads_and_writes(cx, unit, &mut out);
+    }
+    out
+}
+
+/// [`search`] over one unit's decision reads and the writes after them. Each write is paired
+/// with its nearest candidate read that races with it, separately for each rule: its race
+/// and its refusal may come from different reads.
+fn pair_reads_and_writes(cx: &Context, unit: &Unit, out: &mut Pairs) {
+    let flow = Flow::new(unit);
+    if !flow.steps.iter().any(|r| is_decision(r) || is_presence(r)) {
+        return;
+    }
+    // The reads each branch arm is taken on.
+    let mut arms: HashMap<usize, Vec<usize>> = HashMap::new();
+    // And the other way: the arms taken on each read, and those taken on what it read
+    // (not only on whether it found a row).
+    let mut taken = Decided::default();
+    for c in unit.conditions.iter().filter(|c| !c.failed) {
+        arms.entry(c.branch).or_default().extend(&c.from);
+        for &seq in &c.from {
+            taken.any.entry(seq).or_default().push(c.branch);
+            if !c.presence {
+                taken.on_value.entry(seq).or_default().push(c.branch);
+            }
         }
     }
+    let mut limited = false;
+    // One decision is one race: its first write is the finding, the others are labels. A
+    // decision is its place in the source: the copies of one trigger's read before each
+    // statement that fires it are one decision.
+    let mut races: Vec<(usize, Diagnostic)> = Vec::new();
+    for j in 0..flow.steps.len() {
+        let w = &flow.steps[j];
+        let f = &w.step.facts;
+        if !matches!(
+            f.kind,
+            StmtKind::Insert | StmtKind::Update | StmtKind::Delete
+        ) {
+            continue;
+        }
+        let mut candidates = candidates(&flow, &arms, j);
+        if candidates.len() > CANDIDATES {
+            candidates.truncate(CANDIDATES);
+            limited = true;
+        }
+        let (mut race, mut refused) = (None, None);
+        for &i in &candidates {
+            match finding(cx, unit, &flow, &taken, i, j) {
+                Some(Outcome::Race(d)) if race.is_none() => race = Some((i, d)),
+                Some(Outcome::Refused(d)) if refused.is_none() => refused = Some(d),
+                _ => {}
+            }
+            if race.is_some() && refused.is_some() {
+                break;
+            }
+        }
+        out.refusals.extend(refused);
+        let Some((i, d)) = race else {
+            continue;
+        };
+        let decision = flow.steps[i].step.span;
+        match races
+            .iter_mut()
+            .find(|(r, _)| flow.steps[*r].step.span == decision)
+        {
+            Some((_, first)) => first.labels.push(crate::diagnostic::Label {
+                span: f.writes.first().map_or(d.span, |t| t.span),
+                message: "also acts on this decision".into(),
+            }),
+            None => races.push((i, d)),
+        }
+    }
+    out.races.extend(races.into_iter().map(|(_, d)| d));
+    if limited {
+        out.races.push(analysis_limit_diagnostic(
+            unit.span,
+            RULE.name,
+            "every decision read before some of this unit's writes",
+            &format!("a write has more than {CANDIDATES} candidate reads; the nearest were paired with it"),
+        ));
+    }
+}
+
+/// The decisions write `j` can depend on, nearest first: reads of its table, reads whose
+/// results flow into it, reads the branches around it are taken on.
+fn candidates(flow: &Flow, arms: &HashMap<usize, Vec<usize>>, j: usize) -> Vec<usize> {
+    let w = &flow.steps[j];
+    let f = &w.step.facts;
+    // In a transaction txlint does not know (a query file's statement, sent by code it
+    // does not read), only a decision the statement makes itself is judged: a read of
+    // its own `BEFORE` trigger runs in the statement, whatever transaction that is.
+    let unknown = w.txn.scope == Scope::Unknown;
+    let by_seq = w
+        .step
+        .host()
+        .inputs
+        .iter()
+        .flat_map(|i| i.from.iter().copied())
+        .chain(flow.var_origins(j))
+        .chain(
+            w.step
+                .branch
+                .iter()
+                .flat_map(|b| arms.get(b))
+                .flatten()
+                .copied(),
+        )
+        .filter_map(|seq| flow.position(seq));
+    let of_table = f
+        .writes
+        .first()
+        .into_iter()
+        .flat_map(|t| flow.reads_of(&t.name, j));
+    let mut candidates: Vec<usize> = of_table
+        .chain(by_seq)
+        .filter(|&i| i < j && (is_decision(&flow.steps[i]) || is_presence(&flow.steps[i])))
+        .filter(|&i| {
+            let r = &flow.steps[i];
+            (!unknown && r.txn.scope != Scope::Unknown) || r.step.run_by(w.step)
+        })
+        .collect();
+    candidates.sort_unstable_by(|a, b| b.cmp(a));
+    candidates.dedup();
+    candidates
 }
 
 fn finding(
@@ -178,8 +219,7 @@ fn finding(
     decided: &Decided,
     ri: usize,
     wi: usize,
-    report: Report,
-) -> Option<Diagnostic> {
+) -> Option<Outcome> {
     let taken = &decided.any;
     let (r, w) = (&flow.steps[ri], &flow.steps[wi]);
     let rf = &r.step.facts;
@@ -304,21 +344,16 @@ fn finding(
         &given(w.step),
         &rf.extra().tests,
     ) {
-        return match (report, wf.kind) {
+        return match wf.kind {
             // The code answers "it exists" with an error already: the loser's unique
             // violation is the same answer.
-            (Report::Refusals, StmtKind::Insert)
-                if fails_when_found(unit, taken, r.step, w.step) =>
-            {
-                None
-            }
-            (Report::Refusals, StmtKind::Insert) => {
-                refused::decided(cx, unit, r.step, w.step, &what(r.step), &key)
-            }
+            StmtKind::Insert if fails_when_found(unit, taken, r.step, w.step) => None,
+            StmtKind::Insert => refused::decided(cx, unit, r.step, w.step, &what(r.step), &key)
+                .map(Outcome::Refused),
             _ => None,
         };
     }
-    if report == Report::Refusals || refused_before(cx, unit, r, w) {
+    if refused_before(cx, unit, r, w) {
         return None;
     }
     let place = cx.place(r.step.span, w.step.span);
@@ -411,10 +446,10 @@ fn finding(
     if let Some((_, at, label)) = unguarded {
         d = d.label(at, label);
     }
-    Some(match status {
+    Some(Outcome::Race(match status {
         Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
         None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
-    })
+    }))
 }
 
 /// The branch arms taken on a condition on each read's value, by the read's sequence number.
