@@ -1,7 +1,7 @@
 //! The witness of a check-then-act inside a routine: two sessions call it with values of its
 //! parameters' types, the key the check filters on shared, the other values their own.
 
-use super::{Found, Witness, WitnessStep, duplicates, setup, step};
+use super::{Found, Witness, WitnessStep, duplicates, setup, step, values};
 use crate::model::*;
 
 /// A check-then-act inside a routine: two transactions call it with the same key, the first
@@ -91,7 +91,7 @@ pub(super) fn routine_calls(
             .filter_map(|(c, o)| {
                 let v = match params.iter().find(|p| o.text == p.0) {
                     Some(p) => value(p, session).ok()?,
-                    None => setup::literal(&o.text)?,
+                    None => values::literal(&o.text)?,
                 };
                 Some((c.to_string(), v))
             })
@@ -300,5 +300,5 @@ pub(super) fn sample(ty: &str, n: usize) -> Option<String> {
         return Some(["'k'", "'a'", "'b'"][n].to_string());
     }
     // Other types whose values tell the three apart.
-    setup::builtin(ty, n + 1).filter(|_| ty == "uuid")
+    values::builtin(ty, n + 1).filter(|_| ty == "uuid")
 }
