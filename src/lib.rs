@@ -146,189 +146,280 @@ pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
 
 fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     let start = Instant::now();
-    let mut program = Program::default();
-    program.files = files;
-    let mut stats = Stats::default();
-    let mut diagnostics = Vec::new();
-    let is_rust = |f: &SourceFile| source::is_rust(&f.path);
-    let rust: Vec<usize> = (0..program.files.len())
-        .filter(|&i| is_rust(&program.files[i]))
-        .collect();
-    let sql: Vec<usize> = (0..program.files.len())
-        .filter(|&i| !is_rust(&program.files[i]))
-        .collect();
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let sql_paths: Vec<PathBuf> = sql
-        .iter()
-        .map(|&i| absolute(&program.files[i].path))
-        .collect();
-    let sqlc = extract::sqlc::Sqlc::find(&sql_paths);
-    let init = extract::initdb::ImageInit::find(&sql_paths);
-    // The crate a .sql file belongs to names its database when nothing closer does.
-    let mut crates = extract::dialects::Crates::default();
-    let crate_dialects: Vec<_> = sql_paths.iter().map(|p| crates.of(p)).collect();
-    let mut suppressions = Vec::new();
-    let mut unreadable = 0;
-    let mut extracted = Vec::with_capacity(sql.len() + 1);
-    // Which routines the `.sql` files define, before any is parsed: statements keep only calls
-    // of these (see `model::routines`).
-    let routines: extract::Routines = std::sync::Arc::new(
-        io::parallel(sql.len(), |i| routine_names_in(&program.files[sql[i]]))
-            .into_iter()
-            .flatten()
-            .collect(),
-    );
-    let from_sql = extract_sql_parallel(
-        &program.files,
-        &sql,
-        config,
-        (&sqlc, &init),
-        &crate_dialects,
-        &routines,
-    );
-    for (&id, (x, read)) in sql.iter().zip(from_sql) {
-        let f = &mut program.files[id];
-        if let Some((lines, len)) = read.lines {
-            f.lines = lines;
-            f.unread = false;
-            f.dropped = Some(len);
-        }
-        unreadable += usize::from(read.unreadable);
-        diagnostics.extend(read.notes);
-        suppressions.extend(read.suppressions);
-        extracted.push(x);
-    }
-    if !rust.is_empty() {
-        extracted.push(extract::rust::extract(
-            &mut program.files,
-            &rust,
-            config,
-            &routines,
-        ));
-    }
-    let embedded: Vec<usize> = extracted
-        .iter()
-        .flat_map(|x| x.embedded.iter().copied())
-        .collect();
-    let mut routines = Vec::new();
-    let mut declared = Vec::new();
-    let mut triggers = Vec::new();
-    let scripts = sql.len();
-    for (i, x) in extracted.into_iter().enumerate() {
-        stats += x.stats;
-        unreadable += x.unreadable;
-        diagnostics.extend(x.notes);
-        routines.extend(x.routines);
-        program.generated.extend(x.generated);
-        program.unread_sql.extend(x.unread_sql);
-        program.summaries.extend(x.summaries);
-        declared.extend(x.declared);
-        triggers.extend(x.triggers);
-        diagnostics.extend(x.limits.iter().map(|(span, what, why)| {
-            rules::analysis_limit::analysis_limit_diagnostic(*span, "txlint", what, why)
-        }));
-        // A SQL file Rust code sends is parsed where it is sent (a template may only be the
-        // head of a statement the code completes): what it gave as a script is not reported.
-        diagnostics.extend(
-            x.failures
-                .iter()
-                .filter(|f| i >= scripts || !embedded.contains(&f.span.file))
-                .map(rules::syntax_error::syntax_error_diagnostic),
-        );
-        program.units.extend(x.units);
-    }
-    // A SQL file that Rust code sends is not also a script: its statements run where the code
-    // sends them.
-    program
-        .units
-        .retain(|u| !(u.kind == model::UnitKind::Script && embedded.contains(&u.span.file)));
-    for unit in &mut program.units {
-        unit.test |= config.is_test_path(&program.files[unit.span.file].path);
-    }
-    let mut projects = std::collections::HashMap::new();
-    let superseded: std::collections::HashMap<Span, extract::Superseded> =
-        extract::superseded(&routines, |f| {
-            project_of(&program.files[f].path, &mut projects)
-        })
-        .into_iter()
-        .collect();
-    for mut unit in std::mem::take(&mut program.units) {
-        if let Some((other, dialect)) = unit.split_off_dialects() {
-            program.skipped.push((other, model::Skip::Dialect(dialect)));
-            if unit.transactions.is_empty() {
-                continue;
-            }
-        }
-        let gone = (unit.kind == model::UnitKind::Routine)
-            .then(|| superseded.get(&unit.span))
-            .flatten();
-        let skip = match gone {
-            Some(&extract::Superseded::By(by))
-                if routines.iter().any(|e| e.span == by && e.dropped) =>
-            {
-                Some(model::Skip::Dropped(by))
-            }
-            Some(&extract::Superseded::By(by)) => Some(model::Skip::Replaced(by)),
-            Some(&extract::Superseded::CopyOf(first)) => Some(model::Skip::Copy(first)),
-            Some(&extract::Superseded::Dumped(source)) => Some(model::Skip::Dumped(source)),
-            None if unit.unused => Some(model::Skip::Unused),
-            None if unit.test && !config.include_tests => Some(model::Skip::Test),
-            None => None,
-        };
-        match skip {
-            Some(why) => program.skipped.push((unit, why)),
-            None => program.units.push(unit),
+    let mut a = Analysis::new(files);
+    let extracted = a.extract(config);
+    let linked = a.link(extracted, config);
+    a.skip(&linked, config);
+    a.expand(&linked);
+    a.check(config);
+    a.filter(config);
+    a.finish(start)
+}
+
+/// One run of the pipeline: read and extract every file, link what the front-ends gave into
+/// one program, set aside the units the rules skip, follow routine calls and build the
+/// schemas, check, then keep the findings the configuration and suppressions let through.
+struct Analysis {
+    program: Program,
+    stats: Stats,
+    diagnostics: Vec<Diagnostic>,
+    suppressions: Vec<suppress::Suppression>,
+    unreadable: usize,
+    /// The `.sql` files (the others are Rust), by position in `program.files`.
+    sql: Vec<usize>,
+    /// The folder each file's project is in (its nearest `txlint.toml` or `Cargo.toml`).
+    projects: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+/// What [`Analysis::link`] gathers beside the units: the routines the `.sql` files create and
+/// drop, the tables declared in host code, the triggers.
+struct Linked {
+    routines: Vec<extract::RoutineEvent>,
+    declared: Vec<model::TableDdl>,
+    triggers: Vec<model::Trigger>,
+}
+
+impl Analysis {
+    fn new(files: Vec<SourceFile>) -> Self {
+        let sql = (0..files.len())
+            .filter(|&i| !source::is_rust(&files[i].path))
+            .collect();
+        let mut program = Program::default();
+        program.files = files;
+        Analysis {
+            program,
+            stats: Stats::default(),
+            diagnostics: Vec::new(),
+            suppressions: Vec::new(),
+            unreadable: 0,
+            sql,
+            projects: std::collections::HashMap::new(),
         }
     }
-    model::routines::drop_transition_reads(&mut program.units, &triggers);
-    model::routines::inline(&mut program.units, &triggers);
-    let files = &program.files;
-    let schemas = model::schema::Schemas::build(&program.units, &declared, files.len(), |f| {
-        project_of(&files[f].path, &mut projects)
-    });
-    program.schemas = schemas;
-    let options = rules::Options {
-        pool_mode: config.pool_mode,
-        root: config.root.clone(),
-    };
-    let cx = rules::Context::new(&program, &options);
-    for (rule, check) in rules::CHECKS {
-        if config.severity(rule).is_some() {
-            check(&cx, &mut diagnostics);
-        }
-    }
-    // `.sql` files were scanned where they were read; Rust files and the SQL they send, here.
-    let scanned: std::collections::HashSet<FileId> = sql.iter().copied().collect();
-    suppressions.extend(
-        program
-            .files
+
+    /// Read and extract: the `.sql` files one per worker, then the Rust files as one batch.
+    fn extract(&mut self, config: &Config) -> Vec<extract::Extracted> {
+        let program = &mut self.program;
+        let sql = &self.sql;
+        let rust: Vec<usize> = (0..program.files.len())
+            .filter(|&i| source::is_rust(&program.files[i].path))
+            .collect();
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let sql_paths: Vec<PathBuf> = sql
             .iter()
-            .enumerate()
-            .filter(|(id, _)| !scanned.contains(id))
-            .flat_map(|(id, f)| suppress::scan(id, f.text())),
-    );
-    let enabled = |name: &str| registry::find(name).is_some_and(|r| config.severity(r).is_some());
-    let mut diagnostics = suppress::apply(&program.files, &mut suppressions, diagnostics, &enabled);
-    diagnostics.retain_mut(
-        |d| match registry::find(d.rule).and_then(|r| config.severity(r)) {
-            Some(severity) => {
-                d.severity = severity;
-                true
+            .map(|&i| absolute(&program.files[i].path))
+            .collect();
+        let sqlc = extract::sqlc::Sqlc::find(&sql_paths);
+        let init = extract::initdb::ImageInit::find(&sql_paths);
+        // The crate a .sql file belongs to names its database when nothing closer does.
+        let mut crates = extract::dialects::Crates::default();
+        let crate_dialects: Vec<_> = sql_paths.iter().map(|p| crates.of(p)).collect();
+        let mut extracted = Vec::with_capacity(sql.len() + 1);
+        // Which routines the `.sql` files define, before any is parsed: statements keep only
+        // calls of these (see `model::routines`).
+        let routines: extract::Routines = std::sync::Arc::new(
+            io::parallel(sql.len(), |i| routine_names_in(&program.files[sql[i]]))
+                .into_iter()
+                .flatten()
+                .collect(),
+        );
+        let from_sql = extract_sql_parallel(
+            &program.files,
+            sql,
+            config,
+            (&sqlc, &init),
+            &crate_dialects,
+            &routines,
+        );
+        for (&id, (x, read)) in sql.iter().zip(from_sql) {
+            let f = &mut program.files[id];
+            if let Some((lines, len)) = read.lines {
+                f.lines = lines;
+                f.unread = false;
+                f.dropped = Some(len);
             }
-            None => false,
-        },
-    );
-    sort(&mut diagnostics);
-    let diagnostics = diagnostic::merge_repeats(diagnostics);
-    Run {
-        program,
-        diagnostics,
-        stats,
-        unreadable,
-        context: 0,
-        baselined: 0,
-        witnesses: Vec::new(),
-        elapsed: start.elapsed(),
+            self.unreadable += usize::from(read.unreadable);
+            self.diagnostics.extend(read.notes);
+            self.suppressions.extend(read.suppressions);
+            extracted.push(x);
+        }
+        if !rust.is_empty() {
+            extracted.push(extract::rust::extract(
+                &mut program.files,
+                &rust,
+                config,
+                &routines,
+            ));
+        }
+        extracted
+    }
+
+    /// Gather what the front-ends gave (units, notes, syntax errors, limits) into the program.
+    fn link(&mut self, extracted: Vec<extract::Extracted>, config: &Config) -> Linked {
+        let program = &mut self.program;
+        let embedded: Vec<usize> = extracted
+            .iter()
+            .flat_map(|x| x.embedded.iter().copied())
+            .collect();
+        let mut linked = Linked {
+            routines: Vec::new(),
+            declared: Vec::new(),
+            triggers: Vec::new(),
+        };
+        let scripts = self.sql.len();
+        for (i, x) in extracted.into_iter().enumerate() {
+            self.stats += x.stats;
+            self.unreadable += x.unreadable;
+            self.diagnostics.extend(x.notes);
+            linked.routines.extend(x.routines);
+            program.generated.extend(x.generated);
+            program.unread_sql.extend(x.unread_sql);
+            program.summaries.extend(x.summaries);
+            linked.declared.extend(x.declared);
+            linked.triggers.extend(x.triggers);
+            self.diagnostics
+                .extend(x.limits.iter().map(|(span, what, why)| {
+                    rules::analysis_limit::analysis_limit_diagnostic(*span, "txlint", what, why)
+                }));
+            // A SQL file Rust code sends is parsed where it is sent (a template may only be
+            // the head of a statement the code completes): what it gave as a script is not
+            // reported.
+            self.diagnostics.extend(
+                x.failures
+                    .iter()
+                    .filter(|f| i >= scripts || !embedded.contains(&f.span.file))
+                    .map(rules::syntax_error::syntax_error_diagnostic),
+            );
+            program.units.extend(x.units);
+        }
+        // A SQL file that Rust code sends is not also a script: its statements run where the
+        // code sends them.
+        program
+            .units
+            .retain(|u| !(u.kind == model::UnitKind::Script && embedded.contains(&u.span.file)));
+        for unit in &mut program.units {
+            unit.test |= config.is_test_path(&program.files[unit.span.file].path);
+        }
+        linked
+    }
+
+    /// Set aside the units the rules skip: another dialect's part, a routine a later
+    /// definition replaces, unused code, tests (unless the configuration includes them).
+    fn skip(&mut self, linked: &Linked, config: &Config) {
+        let program = &mut self.program;
+        let projects = &mut self.projects;
+        let superseded: std::collections::HashMap<Span, extract::Superseded> =
+            extract::superseded(&linked.routines, |f| {
+                project_of(&program.files[f].path, projects)
+            })
+            .into_iter()
+            .collect();
+        for mut unit in std::mem::take(&mut program.units) {
+            if let Some((other, dialect)) = unit.split_off_dialects() {
+                program.skipped.push((other, model::Skip::Dialect(dialect)));
+                if unit.transactions.is_empty() {
+                    continue;
+                }
+            }
+            let gone = (unit.kind == model::UnitKind::Routine)
+                .then(|| superseded.get(&unit.span))
+                .flatten();
+            let skip = match gone {
+                Some(&extract::Superseded::By(by))
+                    if linked.routines.iter().any(|e| e.span == by && e.dropped) =>
+                {
+                    Some(model::Skip::Dropped(by))
+                }
+                Some(&extract::Superseded::By(by)) => Some(model::Skip::Replaced(by)),
+                Some(&extract::Superseded::CopyOf(first)) => Some(model::Skip::Copy(first)),
+                Some(&extract::Superseded::Dumped(source)) => Some(model::Skip::Dumped(source)),
+                None if unit.unused => Some(model::Skip::Unused),
+                None if unit.test && !config.include_tests => Some(model::Skip::Test),
+                None => None,
+            };
+            match skip {
+                Some(why) => program.skipped.push((unit, why)),
+                None => program.units.push(unit),
+            }
+        }
+    }
+
+    /// Follow routine calls and triggers into the statements that run them, then build each
+    /// project's schema from the run's DDL.
+    fn expand(&mut self, linked: &Linked) {
+        let program = &mut self.program;
+        model::routines::drop_transition_reads(&mut program.units, &linked.triggers);
+        model::routines::inline(&mut program.units, &linked.triggers);
+        let files = &program.files;
+        let projects = &mut self.projects;
+        let schemas =
+            model::schema::Schemas::build(&program.units, &linked.declared, files.len(), |f| {
+                project_of(&files[f].path, projects)
+            });
+        program.schemas = schemas;
+    }
+
+    /// Run every rule the configuration turns on.
+    fn check(&mut self, config: &Config) {
+        let options = rules::Options {
+            pool_mode: config.pool_mode,
+            root: config.root.clone(),
+        };
+        let cx = rules::Context::new(&self.program, &options);
+        for (rule, check) in rules::CHECKS {
+            if config.severity(rule).is_some() {
+                check(&cx, &mut self.diagnostics);
+            }
+        }
+    }
+
+    /// Keep what is shown: suppressions applied (and unused ones reported), each finding at
+    /// its configured severity, rules turned off dropped; sorted, repeats merged.
+    fn filter(&mut self, config: &Config) {
+        // `.sql` files were scanned where they were read; Rust files and the SQL they send,
+        // here.
+        let scanned: std::collections::HashSet<FileId> = self.sql.iter().copied().collect();
+        self.suppressions.extend(
+            self.program
+                .files
+                .iter()
+                .enumerate()
+                .filter(|(id, _)| !scanned.contains(id))
+                .flat_map(|(id, f)| suppress::scan(id, f.text())),
+        );
+        let enabled =
+            |name: &str| registry::find(name).is_some_and(|r| config.severity(r).is_some());
+        let diagnostics = std::mem::take(&mut self.diagnostics);
+        let mut diagnostics = suppress::apply(
+            &self.program.files,
+            &mut self.suppressions,
+            diagnostics,
+            &enabled,
+        );
+        diagnostics.retain_mut(
+            |d| match registry::find(d.rule).and_then(|r| config.severity(r)) {
+                Some(severity) => {
+                    d.severity = severity;
+                    true
+                }
+                None => false,
+            },
+        );
+        sort(&mut diagnostics);
+        self.diagnostics = diagnostic::merge_repeats(diagnostics);
+    }
+
+    fn finish(self, start: Instant) -> Run {
+        Run {
+            program: self.program,
+            diagnostics: self.diagnostics,
+            stats: self.stats,
+            unreadable: self.unreadable,
+            context: 0,
+            baselined: 0,
+            witnesses: Vec::new(),
+            elapsed: start.elapsed(),
+        }
     }
 }
 
