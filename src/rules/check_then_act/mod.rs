@@ -356,6 +356,46 @@ fn finding(
     if refused_before(cx, unit, r, w) {
         return None;
     }
+    Some(Outcome::Race(race(
+        cx,
+        unit,
+        (r, w),
+        table,
+        Race {
+            how,
+            status,
+            uncovered,
+            same_tx,
+        },
+    )))
+}
+
+/// What makes a race of a decision read and a write this rule's finding, beside the two.
+struct Race<'s> {
+    /// How the write depends on the decision (see [`Dependence::describe`]).
+    how: &'s str,
+    /// The state column a transition is decided on, if the decision is one.
+    status: Option<Transition<'s>>,
+    /// An advisory lock taken first that does not pin what the read checks.
+    uncovered: Option<(&'s AdvisoryCall, &'s Step)>,
+    /// The read and the write are in one transaction.
+    same_tx: bool,
+}
+
+/// The finding for a race of the read `r` and the write `w` on `table`.
+fn race(
+    cx: &Context,
+    unit: &Unit,
+    (r, w): (&At, &At),
+    table: &str,
+    Race {
+        how,
+        status,
+        uncovered,
+        same_tx,
+    }: Race,
+) -> Diagnostic {
+    let wf = &w.step.facts;
     let place = cx.place(r.step.span, w.step.span);
     let decision = match status {
         Some(t) => format!("`{}` read", t.column),
@@ -446,10 +486,10 @@ fn finding(
     if let Some((_, at, label)) = unguarded {
         d = d.label(at, label);
     }
-    Some(Outcome::Race(match status {
+    match status {
         Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
         None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
-    }))
+    }
 }
 
 /// The branch arms taken on a condition on each read's value, by the read's sequence number.
