@@ -155,6 +155,27 @@ impl Walker<'_, '_> {
             .map_or_else(|| rust.to_string(), |d| d.table.clone())
     }
 
+    /// The run's `#[derive(Insertable)]` struct `name`, when it inserts into `table`.
+    fn insertable_into(&self, name: &str, table: &str) -> Option<&Insertable> {
+        self.ix
+            .insertables
+            .get(name)
+            .filter(|r| self.diesel_sql_name(&r.table) == table)
+    }
+
+    /// The run's one insertable struct for `table`; none when there are several.
+    fn only_insertable_into(&self, table: &str) -> Option<&Insertable> {
+        let mut rows = self
+            .ix
+            .insertables
+            .values()
+            .filter(|r| self.diesel_sql_name(&r.table) == table);
+        match (rows.next(), rows.next()) {
+            (Some(row), None) => Some(row),
+            _ => None,
+        }
+    }
+
     /// `.values(&row)` with a `#[derive(Insertable)]` row: its columns. A struct literal gives
     /// each field's value; a variable `row` gives `row.<field>`, of the struct its type names,
     /// or else of the run's one insertable struct for the table (with several, none: txlint
@@ -169,8 +190,7 @@ impl Walker<'_, '_> {
                 .path
                 .segments
                 .last()
-                .and_then(|l| self.ix.insertables.get(&l.ident.to_string()))
-                .filter(|r| self.diesel_sql_name(&r.table) == table)
+                .and_then(|l| self.insertable_into(&l.ident.to_string(), table))
                 .cloned()
             else {
                 return Vec::new();
@@ -203,21 +223,9 @@ impl Walker<'_, '_> {
         // NewTask`, `let row = NewTask { .. }`), else the table's one insertable struct.
         let named = self
             .local_type(e)
-            .and_then(|t| self.ix.insertables.get(&*t))
-            .filter(|r| self.diesel_sql_name(&r.table) == table);
-        let row = match named {
-            Some(row) => row.clone(),
-            None => {
-                let mut rows = self
-                    .ix
-                    .insertables
-                    .values()
-                    .filter(|r| self.diesel_sql_name(&r.table) == table);
-                let (Some(row), None) = (rows.next(), rows.next()) else {
-                    return Vec::new();
-                };
-                row.clone()
-            }
+            .and_then(|t| self.insertable_into(&t, table));
+        let Some(row) = named.or_else(|| self.only_insertable_into(table)).cloned() else {
+            return Vec::new();
         };
         let from = self.flow(e);
         let at = self.span(var);
