@@ -138,6 +138,13 @@ pub struct Unit {
     /// the job, so its runs follow one another: the unit races only with other units that
     /// write the same tables, not with another run of itself.
     pub job: Option<Span>,
+    /// The `seq`s of an `async` function's session-lock statements every run of which is
+    /// awaited to its end: each call of the function, and of its callers in turn, is awaited
+    /// where it stands up to a `main` of its own package (or it is that `main`), as is each
+    /// helper call on the way to the statement, under nothing that drops futures part way
+    /// (`select!`, `timeout`). No caller drops the lock's future between two of its awaits (a
+    /// request handler, a library's API, a timeout would).
+    pub awaited_whole: Vec<usize>,
 }
 
 impl Unit {
@@ -165,6 +172,7 @@ impl Unit {
             params: Vec::new(),
             pooled_callers: None,
             job: None,
+            awaited_whole: Vec::new(),
         }
     }
 

@@ -73,6 +73,11 @@ pub fn render(run: &Run) -> String {
             ),
             None => runner,
         };
+        let runner = match unit.awaited_whole.len() {
+            0 => runner,
+            1 => format!("{runner} (a session lock awaited to its end from `main`)"),
+            n => format!("{runner} ({n} session locks awaited to their end from `main`)"),
+        };
         let _ = writeln!(
             out,
             "{} {} {}{runner}",

@@ -286,7 +286,7 @@ fn unlock_problem(
                     .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
         });
     let Some(exit) = exit else {
-        return dropped_while_held(steps, (lock_step, lock), session, final_unlock, call);
+        return dropped_while_held(unit, steps, (lock_step, lock), session, final_unlock, call);
     };
     Some(
         base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"), Some(final_unlock))
@@ -300,15 +300,18 @@ fn unlock_problem(
 /// holds the lock (`lock; let r = work(&mut conn).await; unlock; r`): a caller that drops the
 /// future at one of those awaits (a timeout, `select!`, an aborted task, a request whose
 /// client went away) never runs the unlock, and the pool takes the connection back still
-/// holding the lock. Nothing awaited in between (`lock; unlock`) leaves no such window.
+/// holding the lock. Nothing awaited in between (`lock; unlock`) leaves no such window, and
+/// nothing drops a future every run of which is awaited to its end from `main`
+/// ([`Unit::awaited_whole`]: a migration run at start-up).
 fn dropped_while_held(
+    unit: &Unit,
     steps: &[(&Step, Executor)],
     (lock_step, lock): (&Step, &AdvisoryCall),
     session: &Session,
     final_unlock: &Step,
     call: &str,
 ) -> Option<Diagnostic> {
-    if !session.in_async {
+    if !session.in_async || unit.awaited_whole.contains(&lock_step.seq) {
         return None;
     }
     let work = steps

@@ -30,8 +30,10 @@ use crate::config::{BackgroundJobs, Config};
 use crate::model::{LockWait, Unit, UnitKind};
 use crate::source::{FileId, SourceFile, Span};
 use scan::{Graph, Site};
+use whole::Whole;
 
 mod scan;
+mod whole;
 
 /// Rounds of looking for callers' callers, and the names looked for in all, per batch.
 const MAX_ROUNDS: usize = 8;
@@ -45,21 +47,19 @@ pub(super) struct Text<'a> {
     pub test: bool,
 }
 
-/// Set [`Unit::job`] on the batch's units that only a background job runs; a file the job's
-/// loop is in and that was not parsed gets its text back.
+/// Set [`Unit::job`] on the batch's units that only a background job runs, and
+/// [`Unit::awaited_whole`] on those holding a session lock across awaits whose every run is
+/// awaited to its end; a file the job's loop is in and that was not parsed gets its text back.
 ///
 /// `unparsed` are the files of `own` the batch read and did not parse: their text was let go
 /// (a large workspace's would sit beside its syntax trees) and is read again here, once the
-/// trees are gone, and only when there is a unit to look for a job of.
+/// trees are gone, and only when there is a unit to ask about.
 pub(super) fn mark(
     units: &mut [Unit],
     own: &mut [(FileId, SourceFile)],
     unparsed: Vec<usize>,
     config: &Config,
 ) {
-    if config.rust.background_jobs == BackgroundJobs::Replicated {
-        return;
-    }
     // Only a unit that writes or locks can race (a plain read is no finding of any rule that
     // asks about jobs): the others' callers are not looked for, and `txlint model` shows no
     // job on them.
@@ -71,12 +71,24 @@ pub(super) fn mark(
                 !f.writes.is_empty() || !f.row_locks.is_empty() || !f.extra().advisory.is_empty()
             })
     };
-    let names: Vec<&str> = units
+    let jobs = config.rust.background_jobs != BackgroundJobs::Replicated;
+    let mut names: Vec<&str> = units
         .iter()
-        .filter(|u| may_race(u))
+        .filter(|u| jobs && may_race(u))
         .filter_map(|u| u.name.as_deref())
         .collect();
-    if names.is_empty() {
+    let held: Vec<(&str, FileId)> = units
+        .iter()
+        .filter(|u| holds_across_awaits(u))
+        .filter_map(|u| Some((u.name.as_deref()?, u.span.file)))
+        .collect();
+    let chains: Vec<Span> = units
+        .iter()
+        .filter(|u| holds_across_awaits(u))
+        .flat_map(whole::locks)
+        .flat_map(|s| s.host().calls.iter().copied())
+        .collect();
+    if names.is_empty() && held.is_empty() {
         return;
     }
     let files: HashSet<FileId> = units.iter().flat_map(Unit::files).collect();
@@ -110,26 +122,33 @@ pub(super) fn mark(
     };
     // No text that could wait for a timer or hand work to a scheduler: no job to look for.
     if !texts.iter().any(|t| scan::may_wait(t.text)) {
+        names.clear();
+    }
+    if names.is_empty() && held.is_empty() {
         return;
     }
-    let found = find(&texts, &files, &names, |found| {
+    let found = find(&texts, &files, (&names, &held, &chains), |found| {
         let own = units
             .iter()
-            .filter(|u| may_race(u) && in_loop(u, found).is_some());
+            .filter(|u| !names.is_empty() && may_race(u) && in_loop(u, found).is_some());
         own.filter_map(|u| u.name.clone()).collect()
     });
     drop(texts);
-    for u in units.iter_mut().filter(|u| may_race(u)) {
+    let asked_jobs = !names.is_empty();
+    whole::mark(units, &found, own);
+    for u in units.iter_mut() {
         let Some(name) = u.name.as_ref() else {
             continue;
         };
-        u.job = found.called.get(name).copied().or_else(|| {
-            found
-                .once
-                .contains(name)
-                .then(|| in_loop(u, &found))
-                .flatten()
-        });
+        if asked_jobs && may_race(u) {
+            u.job = found.called.get(name).copied().or_else(|| {
+                found
+                    .once
+                    .contains(name)
+                    .then(|| in_loop(u, &found))
+                    .flatten()
+            });
+        }
     }
     unmark_queue_workers(units);
     let places: HashSet<FileId> = units.iter().filter_map(|u| u.job).map(|j| j.file).collect();
@@ -139,6 +158,14 @@ pub(super) fn mark(
             f.set_text(text);
         }
     }
+}
+
+/// An `async` function that takes a session lock on a connection it acquired (what
+/// [`Unit::awaited_whole`] is asked for).
+fn holds_across_awaits(u: &Unit) -> bool {
+    u.kind == UnitKind::RustFn
+        && u.sessions.iter().any(|s| s.in_async)
+        && whole::locks(u).next().is_some()
 }
 
 /// A loop whose work claims rows with `SKIP LOCKED` is written for copies of itself running at
@@ -175,6 +202,14 @@ pub(super) struct Jobs {
     /// What runs side by side with other runs of itself: the arguments of a `spawn` in a loop,
     /// of a `map` in a `join_all`.
     side_by_side: Vec<Span>,
+    /// Of the functions asked about (name, file), those whose every run is awaited to its
+    /// end, with the files of the `main`s that do (see [`whole`]).
+    whole: HashMap<(String, FileId), Vec<FileId>>,
+    /// Of the helpers called on the way to those functions' session locks (name, method),
+    /// those whose every run is awaited to its end, with the files of the `main`s that do.
+    helpers: HashMap<(String, bool), Vec<FileId>>,
+    /// See [`Graph::calls_at`].
+    calls_at: HashMap<(FileId, usize), scan::CallAt>,
 }
 
 impl Jobs {
@@ -207,15 +242,19 @@ impl Jobs {
 
 /// For the functions named `names` (units of the run, in `files` with the helpers they call),
 /// the timer loop that alone runs each, and which of `own` (units with statements in timer
-/// loops, see [`Jobs::loop_of`]) run one at a time. Callers are read as the answers need them,
-/// round by round; a name still unknown at the end is no job.
+/// loops, see [`Jobs::loop_of`]) run one at a time; for those named `held`, whether each run
+/// is awaited to its end. Callers are read as the answers need them, round by round; a name
+/// still unknown at the end is no job, and not run whole.
 pub(super) fn find(
     texts: &[Text],
     files: &HashSet<FileId>,
-    names: &[&str],
+    (names, held, chains): (&[&str], &[(&str, FileId)], &[Span]),
     own: impl Fn(&Jobs) -> Vec<String>,
 ) -> Jobs {
-    let mut graph = Graph::default();
+    let mut graph = Graph {
+        keep_calls: !held.is_empty(),
+        ..Graph::default()
+    };
     let mut scanned = vec![false; texts.len()];
     for (i, t) in texts.iter().enumerate() {
         // One that cannot be read is left to `scan_mentions`, which says whose calls it hides.
@@ -230,7 +269,18 @@ pub(super) fn find(
     };
     let own = own(&jobs);
     let (mut read, mut blind) = (HashSet::new(), HashSet::new());
-    let mut wanted: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    // The helpers called on the way to a session lock, by their calls.
+    let mut helpers: Vec<(String, bool)> = chains
+        .iter()
+        .filter_map(|c| graph.calls_at.get(&(c.file, c.end())))
+        .map(|c| (c.name.clone(), c.method))
+        .collect();
+    helpers.sort();
+    helpers.dedup();
+    let held_names = held.iter().map(|(n, _)| *n);
+    let helper_names = helpers.iter().map(|(n, _)| n.as_str());
+    let asked = names.iter().copied().chain(held_names).chain(helper_names);
+    let mut wanted: Vec<String> = asked.map(str::to_string).collect();
     wanted.extend(own.iter().cloned());
     for round in 0..=MAX_ROUNDS {
         wanted.sort();
@@ -251,6 +301,19 @@ pub(super) fn find(
         };
         jobs.called.clear();
         jobs.once.clear();
+        jobs.whole.clear();
+        jobs.helpers.clear();
+        for &(n, file) in held {
+            let method = graph.is_method(n, file);
+            if let Whole::From(mains) = graph.whole(n, method, &mut ask) {
+                jobs.whole.insert((n.to_string(), file), mains);
+            }
+        }
+        for (n, method) in &helpers {
+            if let Whole::From(mains) = graph.whole(n, *method, &mut ask) {
+                jobs.helpers.insert((n.clone(), *method), mains);
+            }
+        }
         for &n in names {
             if let Answer::Yes(Some(at)) = graph.job(n, &mut ask) {
                 jobs.called.insert(n.to_string(), at);
@@ -268,6 +331,7 @@ pub(super) fn find(
     }
     jobs.loops = graph.loops();
     jobs.side_by_side = graph.side_by_side;
+    jobs.calls_at = graph.calls_at;
     jobs
 }
 
@@ -452,6 +516,7 @@ struct Ask<'a> {
     wanted: Vec<String>,
     job: HashMap<String, Answer>,
     once: HashMap<String, Answer>,
+    whole: HashMap<(String, bool), Whole>,
 }
 
 impl Ask<'_> {

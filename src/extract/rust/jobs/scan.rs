@@ -17,10 +17,28 @@ pub(super) struct Graph {
     pub(super) sites: HashMap<String, Vec<Site>>,
     /// See [`Jobs::side_by_side`].
     pub(super) side_by_side: Vec<Span>,
+    /// Whether to keep [`Graph::calls_at`] (only a run with a session lock asks).
+    pub(super) keep_calls: bool,
+    /// Every call, by its file and the end of its arguments, where the front-end's span of
+    /// the call (`path::name(..)`, `name(..)` of a method call) ends too.
+    pub(super) calls_at: HashMap<(FileId, usize), CallAt>,
+}
+
+/// What [`Graph::calls_at`] knows of a call.
+#[derive(Clone, Debug)]
+pub(super) struct CallAt {
+    pub(super) name: String,
+    /// See [`Site::method`].
+    pub(super) method: bool,
+    /// See [`Site::awaited`].
+    pub(super) awaited: bool,
 }
 
 pub(super) struct Func {
     pub(super) name: String,
+    pub(super) file: FileId,
+    /// Declared in an `impl` or a `trait`: called as `x.name(..)` or `Type::name(..)`.
+    pub(super) method: bool,
     /// Receives from a channel.
     pub(super) drains: bool,
     /// Its own timer loops: the keyword, and the loop to the end of its body.
@@ -37,6 +55,12 @@ pub(super) struct Site {
     pub(super) test: bool,
     /// Run side by side with other runs of itself: spawned (or joined) in a loop or a `map`.
     pub(super) concurrent: bool,
+    /// A call awaited where it stands (`name(..).await`), under nothing that drops futures
+    /// part way (`select!`, `timeout`): the caller runs it to its end unless its own future
+    /// is dropped.
+    pub(super) awaited: bool,
+    /// A method call (`x.name(..)`), which no free function answers.
+    pub(super) method: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -48,6 +72,13 @@ struct Ctx {
     repeat: bool,
     /// In a `spawn`-like call's arguments inside the innermost loop.
     spawned: bool,
+    /// Under something that drops the futures it runs part way (see [`DROPS`]).
+    dropping: bool,
+    /// Directly in an `impl` or a `trait`: its functions are methods.
+    in_impl: bool,
+    /// Directly the argument of an awaited `Box::pin(..)`: a call that is the whole of it is
+    /// awaited too.
+    pinned: bool,
     /// Groups around the tokens: deeper ones are not read (hostile nesting).
     depth: usize,
 }
@@ -88,6 +119,9 @@ impl Graph {
             test: t.test,
             repeat: false,
             spawned: false,
+            dropping: false,
+            in_impl: false,
+            pinned: false,
             depth: 0,
         };
         let trees: Vec<TokenTree> = tokens.into_iter().collect();
@@ -232,14 +266,22 @@ impl Scanner<'_> {
             }
             "fn" => {
                 level.test_attr = false;
-                self.function(trees, k, test, cx.depth, level)
+                self.function(trees, k, Ctx { test, ..cx }, level)
             }
             "mod" | "impl" | "trait" => {
                 level.test_attr = false;
                 let Some(b) = level.body(trees, k + 1) else {
                     return k + 1;
                 };
-                self.group(&trees[b], Ctx { test, ..cx });
+                let in_impl = word != "mod";
+                self.group(
+                    &trees[b],
+                    Ctx {
+                        test,
+                        in_impl,
+                        ..cx
+                    },
+                );
                 b + 1
             }
             "loop" | "while" | "for" => match level.body(trees, k + 1) {
@@ -313,20 +355,81 @@ impl Scanner<'_> {
             level.scheduled = level.scheduled.or(Some(self.span(trees[k].span())));
         }
         let timer = cx.timer.or(level.scheduled);
-        let field = !call && is_punct(k.checked_sub(1).map(|j| &trees[j]), '.');
+        let dotted = is_punct(k.checked_sub(1).map(|j| &trees[j]), '.');
+        // `name: T` in a struct, `Foo { name: v }`: a field, not a function.
+        let declared = matches!(trees.get(k + 1), Some(TokenTree::Punct(p))
+            if p.as_char() == ':' && p.spacing() == proc_macro2::Spacing::Alone);
+        let field = (!call && dotted) || declared;
         let mac = is_punct(trees.get(k + 1), '!');
+        if mac
+            && DROPS.contains(&word)
+            && let Some(g @ TokenTree::Group(_)) = trees.get(k + 2)
+        {
+            self.group(
+                g,
+                Ctx {
+                    timer,
+                    dropping: true,
+                    ..cx
+                },
+            );
+            return k + 3;
+        }
+        let awaited = call
+            && is_punct(trees.get(k + 2), '.')
+            && matches!(trees.get(k + 3), Some(TokenTree::Ident(i)) if i == "await");
         if !field && !mac && mentions_function(word) {
+            let awaited = awaited || (call && cx.pinned && k + 2 == trees.len());
+            if call && self.graph.keep_calls {
+                let end = self.span(trees[k + 1].span()).end();
+                let at = CallAt {
+                    name: word.to_string(),
+                    method: dotted,
+                    awaited: awaited && !cx.dropping,
+                };
+                self.graph.calls_at.insert((self.file, end), at);
+            }
             let site = Site {
                 caller: cx.func,
                 timer,
                 test: cx.test,
                 concurrent: cx.repeat && cx.spawned,
+                awaited: awaited && !cx.dropping,
+                method: dotted,
             };
             self.graph
                 .sites
                 .entry(word.to_string())
                 .or_default()
                 .push(site);
+        }
+        // `Box::pin(walk(d - 1)).await`: the recursion's way of awaiting a call.
+        if awaited && word == "pin" {
+            if let TokenTree::Group(g) = &trees[k + 1] {
+                let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+                let depth = cx.depth + 1;
+                self.stream(
+                    &inner,
+                    Ctx {
+                        timer,
+                        pinned: true,
+                        depth,
+                        ..cx
+                    },
+                );
+            }
+            return k + 2;
+        }
+        if call && DROPS.contains(&word) {
+            self.group(
+                &trees[k + 1],
+                Ctx {
+                    timer,
+                    dropping: true,
+                    ..cx
+                },
+            );
+            return k + 2;
         }
         let repeats = REPEATS.contains(&word);
         if !call || !(repeats || spawns(word)) {
@@ -352,20 +455,20 @@ impl Scanner<'_> {
         if let TokenTree::Group(g) = tree {
             let depth = cx.depth + 1;
             let inner: Vec<TokenTree> = g.stream().into_iter().collect();
-            self.stream(&inner, Ctx { depth, ..cx });
+            self.stream(
+                &inner,
+                Ctx {
+                    depth,
+                    pinned: false,
+                    ..cx
+                },
+            );
         }
     }
 
     /// `fn name .. { body }` at `k`: the function recorded and its body scanned. Returns where
     /// to go on.
-    fn function(
-        &mut self,
-        trees: &[TokenTree],
-        k: usize,
-        test: bool,
-        depth: usize,
-        level: &Level,
-    ) -> usize {
+    fn function(&mut self, trees: &[TokenTree], k: usize, cx: Ctx, level: &Level) -> usize {
         let Some(TokenTree::Ident(name)) = trees.get(k + 1) else {
             return k + 1;
         };
@@ -377,6 +480,8 @@ impl Scanner<'_> {
         self.graph.by_name.entry(name.clone()).or_default().push(f);
         self.graph.fns.push(Func {
             name,
+            file: self.file,
+            method: cx.in_impl,
             drains: false,
             loops: Vec::new(),
         });
@@ -384,15 +489,29 @@ impl Scanner<'_> {
         let cx = Ctx {
             func: Some(f),
             timer: None,
-            test,
             repeat: false,
             spawned: false,
-            depth,
+            dropping: false,
+            in_impl: false,
+            pinned: false,
+            ..cx
         };
         self.group(&trees[b], cx);
         b + 1
     }
 }
+
+/// Macros and calls that drop the futures they run part way: the branches of a `select!`
+/// that lose, the rest of a `try_join!` when one fails, what a `timeout` cuts off.
+const DROPS: &[&str] = &[
+    "select",
+    "select_biased",
+    "try_join",
+    "try_join_all",
+    "timeout",
+    "timeout_at",
+    "abortable",
+];
 
 /// Calls that run a closure per item: what they spawn runs side by side.
 const REPEATS: &[&str] = &["map", "for_each", "flat_map", "filter_map", "try_for_each"];

@@ -6,7 +6,7 @@ fn jobs(files: &[(&str, bool)], names: &[&str]) -> Vec<String> {
         .enumerate()
         .map(|(id, &(text, test))| Text { id, text, test })
         .collect();
-    let found = find(&texts, &HashSet::new(), names, |_| Vec::new());
+    let found = find(&texts, &HashSet::new(), (names, &[], &[]), |_| Vec::new());
     let mut found: Vec<String> = found.called.into_keys().collect();
     found.sort();
     found
@@ -152,7 +152,9 @@ fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
         text,
         test: false,
     }];
-    let jobs = find(&texts, &HashSet::from([0]), &[], |_| vec!["purge".into()]);
+    let jobs = find(&texts, &HashSet::from([0]), (&[], &[], &[]), |_| {
+        vec!["purge".into()]
+    });
     assert!(jobs.once.contains("purge"));
     let [(kw, whole)] = jobs.loops[..] else {
         panic!("one loop expected: {:?}", jobs.loops);
@@ -180,7 +182,7 @@ fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
         test: false,
     }];
     let own = |_: &Jobs| vec!["purge".into(), "main".into()];
-    let jobs = find(&texts, &HashSet::from([0]), &[], own);
+    let jobs = find(&texts, &HashSet::from([0]), (&[], &[], &[]), own);
     assert!(!jobs.once.contains("purge"));
     assert!(jobs.once.contains("main"));
     let chain = [last(text, "purge()"), at(text, "clean()")];
@@ -204,7 +206,12 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
         text: &chain,
         test: false,
     }];
-    let found = find(&texts, &HashSet::from([0]), &["refresh"], |_| Vec::new());
+    let found = find(
+        &texts,
+        &HashSet::from([0]),
+        (&["refresh"], &[], &[]),
+        |_| Vec::new(),
+    );
     assert!(found.called.is_empty());
     let deep = format!(
         "fn g() {{ {} refresh(); {} }}",
@@ -217,9 +224,14 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
         test: false,
     }];
     assert!(
-        find(&texts, &HashSet::from([0]), &["refresh"], |_| Vec::new())
-            .called
-            .is_empty()
+        find(
+            &texts,
+            &HashSet::from([0]),
+            (&["refresh"], &[], &[]),
+            |_| Vec::new()
+        )
+        .called
+        .is_empty()
     );
 }
 
@@ -242,4 +254,97 @@ fn an_uncalled_function_and_a_call_cycle_are_no_job() {
     let text = "async fn a() { b().await } async fn b() { a().await } \
                 async fn run() { loop { c().await; sleep(D).await } }";
     assert!(jobs(&[(text, false)], &["a", "lonely"]).is_empty());
+}
+
+/// The `main`s (file numbers) from which every run of the function named `name` in file 0 is
+/// awaited to its end; none if some caller can drop it part way.
+fn whole(files: &[(&str, bool)], name: &str) -> Option<Vec<FileId>> {
+    let texts: Vec<Text> = files
+        .iter()
+        .enumerate()
+        .map(|(id, &(text, test))| Text { id, text, test })
+        .collect();
+    let found = find(&texts, &HashSet::new(), (&[], &[(name, 0)], &[]), |_| {
+        Vec::new()
+    });
+    found.whole.get(&(name.to_string(), 0)).cloned()
+}
+
+#[test]
+fn a_function_awaited_through_its_callers_from_main_is_run_whole() {
+    let lib = "pub async fn run(p: &P) { loop { match run_once(p).await { _ => {} } } } \
+               async fn run_once(p: &P) -> bool { true }";
+    let main = "#[tokio::main] async fn main() { migrate::run(&pool).await; \
+                worker::run(&pool).await.unwrap() }";
+    assert_eq!(
+        whole(&[(lib, false), (main, false)], "run_once"),
+        Some(vec![1])
+    );
+}
+
+#[test]
+fn a_timeout_a_select_or_a_held_future_can_drop_it() {
+    let lib = "pub async fn migrate(p: &P) {}";
+    let cases = [
+        "async fn main() { timeout(D, async { migrate(&p).await }).await; }",
+        "async fn main() { tokio::select! { _ = async { migrate(&p).await } => {} } }",
+        "async fn main() { tokio::select! { _ = migrate(&p) => {} } }",
+        "async fn main() { let f = migrate(&p); f.await; }",
+        "async fn main() { tokio::try_join!(async { migrate(&p).await }, other()); }",
+    ];
+    for main in cases {
+        assert_eq!(
+            whole(&[(lib, false), (main, false)], "migrate"),
+            None,
+            "{main}"
+        );
+    }
+    let plain = "async fn main() { migrate(&p).await; }";
+    assert_eq!(
+        whole(&[(lib, false), (plain, false)], "migrate"),
+        Some(vec![1])
+    );
+}
+
+#[test]
+fn a_handler_a_library_function_or_a_callback_is_not_run_whole() {
+    let lib = "pub async fn reindex(p: &P) {} async fn handler(p: P) { reindex(&p).await }";
+    let router = "async fn main() { serve(Router::new().route(\"/r\", post(handler))).await }";
+    assert_eq!(whole(&[(lib, false), (router, false)], "reindex"), None);
+    // Nothing in the run calls it: its callers are elsewhere.
+    assert_eq!(whole(&[(lib, false)], "reindex"), None);
+}
+
+#[test]
+fn tests_and_method_calls_do_not_call_a_free_function() {
+    let lib = "pub async fn run(p: &P) {} struct R; impl R { async fn go(&self) { \
+               self.run(|| async {}).await; } }";
+    let main = "async fn main() { run(&p).await; tokio::spawn(r.run(f)); }";
+    let test = "#[tokio::test] async fn t() { timeout(D, run(&p)).await; }";
+    assert_eq!(
+        whole(&[(lib, false), (main, false), (test, true)], "run"),
+        Some(vec![1])
+    );
+    // A field of the name is no call of it either.
+    let fields = "struct Args { run: bool } fn parse() -> Args { Args { run: true } }";
+    assert_eq!(
+        whole(&[(lib, false), (main, false), (fields, false)], "run"),
+        Some(vec![1])
+    );
+    // A method named so is called by every site of the name.
+    let method = "struct M; impl M { pub async fn run(&self) {} }";
+    assert_eq!(whole(&[(method, false), (main, false)], "run"), None);
+}
+
+#[test]
+fn a_call_cycle_leaves_the_answer_to_the_other_callers() {
+    let lib = "pub async fn walk(d: u32) { if d > 0 { Box::pin(walk(d - 1)).await; \
+               walk_again(d).await } } async fn walk_again(d: u32) { walk(d - 1).await }";
+    let main = "async fn main() { walk(3).await }";
+    assert_eq!(
+        whole(&[(lib, false), (main, false)], "walk_again"),
+        Some(vec![1])
+    );
+    // Called only on its cycle: no `main` runs it.
+    assert_eq!(whole(&[(lib, false)], "walk_again"), Some(vec![]));
 }
