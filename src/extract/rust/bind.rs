@@ -5,6 +5,29 @@ use super::syntax::*;
 use super::text::plain_path;
 use super::*;
 
+/// Collections visited in an order of their hash (it differs from one process to the next).
+const HASHED: &[&str] = &["HashMap", "HashSet", "DashMap", "DashSet"];
+
+/// Iterator steps and conversions that visit what they are called on in its order.
+const VISITS: &[&str] = &[
+    "iter",
+    "into_iter",
+    "iter_mut",
+    "drain",
+    "keys",
+    "values",
+    "into_keys",
+    "into_values",
+    "map",
+    "filter",
+    "filter_map",
+    "cloned",
+    "copied",
+    "collect",
+    "to_vec",
+    "clone",
+];
+
 impl<'a, 'w> Walker<'a, 'w> {
     /// Remember the type a `let` gives a plain variable: a struct literal's (`let persist =
     /// NewCrate { .. }`) or the annotation's; forget an older one of the name.
@@ -238,6 +261,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                 v => v,
             };
             self.note_sorted(&t.pat, &t.ty);
+            self.note_hash_param(&t.pat, &t.ty);
             if let (syn::Pat::Ident(p), Some(ty)) = (&*t.pat, types::type_name(&t.ty)) {
                 self.types.insert(p.ident.to_string(), ty.into());
             }
@@ -271,6 +295,76 @@ impl<'a, 'w> Walker<'a, 'w> {
                 }
                 _ => Value::None,
             },
+        }
+    }
+
+    /// `let` of a name whose iteration order is a hash's: a `HashMap` or `HashSet` (by its
+    /// annotation, `HashMap::new()`, `.collect::<HashSet<_>>()`), or what an iterator chain
+    /// over one collects (`map.iter().map(..).collect()`). Any other binding of the name ends
+    /// that; a list the code sorts later is sorted (see [`Walker::sorted`]).
+    pub(super) fn note_hash_order(&mut self, pat: &syn::Pat, init: &syn::Expr) {
+        let (pat, annotated) = match pat {
+            syn::Pat::Type(t) => (&*t.pat, self.is_hash_type(&t.ty)),
+            p => (p, false),
+        };
+        let syn::Pat::Ident(id) = pat else {
+            return;
+        };
+        let made = match init {
+            syn::Expr::Call(c) => matches!(&*c.func, syn::Expr::Path(p)
+                if p.path.segments.len() >= 2
+                    && p.path.segments.iter().rev().nth(1).is_some_and(|s| HASHED.contains(&s.ident.to_string().as_str()))),
+            syn::Expr::MethodCall(m) if m.method == "collect" && m.turbofish.is_some() => {
+                let t = m.turbofish.as_ref().map(|t| self.written(t)).unwrap_or("");
+                HASHED.iter().any(|h| t.contains(h)) || self.hash_ordered(&m.receiver)
+            }
+            e => self.hash_ordered(e),
+        };
+        let name = id.ident.to_string();
+        match annotated || made {
+            true => self.hashed.insert(name),
+            false => self.hashed.remove(&name),
+        };
+    }
+
+    /// A parameter's type says its order is a hash's.
+    fn note_hash_param(&mut self, pat: &syn::Pat, ty: &syn::Type) {
+        if let syn::Pat::Ident(p) = pat {
+            let name = p.ident.to_string();
+            match self.is_hash_type(ty) {
+                true => self.hashed.insert(name),
+                false => self.hashed.remove(&name),
+            };
+        }
+    }
+
+    fn is_hash_type(&self, ty: &syn::Type) -> bool {
+        let written = self.written(ty);
+        let t = written.trim_start_matches('&').trim_start();
+        let t = t.strip_prefix("mut ").unwrap_or(t).trim_start();
+        let t = t.rsplit("::").next().unwrap_or(t);
+        HASHED.iter().any(|h| t.starts_with(h))
+    }
+
+    /// What `e` visits comes in a hash's order: an iterator chain (`iter`, `map`, `collect`,
+    /// ..) over a name of [`Walker::hashed`], or that name itself.
+    pub(super) fn hash_ordered(&self, e: &syn::Expr) -> bool {
+        let mut at = e;
+        loop {
+            match at {
+                syn::Expr::Reference(r) => at = &r.expr,
+                syn::Expr::Paren(p) => at = &p.expr,
+                syn::Expr::MethodCall(m) if VISITS.contains(&m.method.to_string().as_str()) => {
+                    at = &m.receiver
+                }
+                syn::Expr::Path(p) => {
+                    return p
+                        .path
+                        .get_ident()
+                        .is_some_and(|i| self.hashed.contains(&i.to_string()));
+                }
+                _ => return false,
+            }
         }
     }
 

@@ -17,6 +17,12 @@ impl<'a> Walker<'a, '_> {
         if let Value::Diesel(q) = receiver {
             return self.diesel_method(q, m, &args);
         }
+        // `rows.push(..)` in a loop over a hash collection: `rows` comes in its order.
+        if matches!(name.as_str(), "push" | "extend") && self.hash_loops > 0 {
+            let base = self.source_of(&m.receiver);
+            self.hashed
+                .insert(base.trim_start_matches(['&', '*']).to_string());
+        }
         if name.starts_with("sort") {
             let base = self.source_of(&m.receiver);
             self.sorted

@@ -303,6 +303,8 @@ impl<'a, 'w> Walker<'a, 'w> {
         // their type (`for task in tasks` of `query_as!(Task, ..)`).
         let rows = (!from.is_empty()).then(|| Value::Data(from.clone()));
         let element = self.local_type(types::collection(&f.expr));
+        let hashed = self.hash_ordered(&f.expr);
+        self.hash_loops += usize::from(hashed);
         self.in_branch(|w| {
             if let Some(rows) = rows {
                 w.bind(&f.pat, rows);
@@ -321,6 +323,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             w.block(&f.body);
             w.open_loops.pop();
         });
+        self.hash_loops -= usize::from(hashed);
         Value::None
     }
 

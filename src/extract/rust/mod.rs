@@ -183,6 +183,12 @@ struct Walker<'a, 'w> {
     choices: Vec<Vec<usize>>,
     /// Collections sorted in place so far (`ids.sort()`).
     sorted: HashSet<String>,
+    /// Names whose iteration order is a hash's, differing between processes: a `HashMap`,
+    /// `HashSet`, or a list collected from one or pushed to in a loop over one. A diesel
+    /// `.values(&rows)` of one inserts (and on conflict locks) its rows in that order.
+    hashed: HashSet<String>,
+    /// `for` loops over a collection in [`Walker::hashed`] being walked.
+    hash_loops: usize,
     /// Variables computed to be in key order (`let lo = a.min(b)`), with the names they were
     /// computed from.
     ordered: HashMap<String, Vec<String>>,

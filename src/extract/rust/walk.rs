@@ -40,6 +40,8 @@ impl<'a, 'w> Walker<'a, 'w> {
             open_loops: Vec::new(),
             choices: Vec::new(),
             sorted: HashSet::new(),
+            hashed: HashSet::new(),
+            hash_loops: 0,
             ordered: HashMap::new(),
             aliases: HashMap::new(),
             calls: Vec::new(),
@@ -412,6 +414,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                             collect_idents(&local.pat, &mut names);
                             self.sorted.extend(names);
                         }
+                        self.note_hash_order(&local.pat, &init.expr);
                         if orders(&init.expr) {
                             let mut names = Vec::new();
                             collect_idents(&local.pat, &mut names);

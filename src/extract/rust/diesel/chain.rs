@@ -160,6 +160,11 @@ impl Walker<'_, '_> {
                     if q.values.is_empty() {
                         q.values = self.insertable_values(&q.table, e);
                     }
+                    // Rows in a hash's order: inserted, and locked on conflict, in an order
+                    // of their own in each process.
+                    if self.hash_ordered(e) {
+                        q.rows = Some((self.sorted_collection(e), self.span(e)));
+                    }
                 }
             }
             "for_update" => q.lock = Some("FOR UPDATE"),
@@ -173,7 +178,7 @@ impl Walker<'_, '_> {
                 if let Some(e) = arg {
                     // diesel names the target (`users::email`, a tuple); sea-orm's
                     // `OnConflict::column(..)..` also says what a conflict updates.
-                    q.conflict_target = self.columns(e);
+                    q.conflict_target = self.conflict_columns(e);
                     let (target, sets) = self.seaorm_on_conflict(e);
                     q.conflict_target.extend(target);
                     if !sets.is_empty() {
@@ -212,6 +217,7 @@ impl Walker<'_, '_> {
         let sql = Sql {
             prepared: true,
             binds,
+            rows: q.rows,
             ..Sql::new(at.file, text, map)
         };
         let site = self.method_site(m);
@@ -329,6 +335,20 @@ impl Walker<'_, '_> {
                 _ => Vec::new(),
             },
             e => self.column(e).into_iter().collect(),
+        }
+    }
+
+    /// The conflict target: columns, also imported bare (`use schema::t::dsl::*;
+    /// .on_conflict((version_id, date))`), where nothing but a column can be.
+    fn conflict_columns(&mut self, e: &syn::Expr) -> Vec<Column> {
+        match e {
+            syn::Expr::Tuple(t) => t
+                .elems
+                .iter()
+                .flat_map(|x| self.conflict_columns(x))
+                .collect(),
+            syn::Expr::Paren(p) => self.conflict_columns(&p.expr),
+            e => self.column_or_bare(e).into_iter().collect(),
         }
     }
 

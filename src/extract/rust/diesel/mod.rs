@@ -33,6 +33,8 @@ pub(super) struct Query {
     on_conflict: Option<&'static str>,
     /// The conflict target's columns (`ON CONFLICT (email)`), where the code names them.
     conflict_target: Vec<Column>,
+    /// `.values(&rows)` of a list: whether it is sorted, and where it is named.
+    rows: Option<(bool, Span)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +184,7 @@ impl Query {
             wait: None,
             on_conflict: None,
             conflict_target: Vec::new(),
+            rows: None,
         }
     }
 
