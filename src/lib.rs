@@ -18,6 +18,7 @@ pub mod registry;
 pub mod report;
 pub mod rules;
 pub mod run;
+pub mod shown;
 pub mod source;
 pub mod suppress;
 pub mod witness;
@@ -105,13 +106,8 @@ fn check_with(
     let mut run = check_files(files, config);
     run.unreadable += unreadable;
     run.diagnostics.extend(early);
-    if !context.is_empty() {
-        let reported = |f: FileId| f < named || f >= all;
-        run.diagnostics
-            .retain(|d| reported(d.span.file) || d.labels.iter().any(|l| reported(l.span.file)));
-        run.context = context.len();
-    }
-    sort(&mut run.diagnostics);
+    shown::in_named(&mut run, named, context.len());
+    shown::sort(&mut run.diagnostics);
     run.elapsed = start.elapsed();
     run
 }
@@ -387,26 +383,13 @@ impl Analysis {
                 .filter(|(id, _)| !scanned.contains(id))
                 .flat_map(|(id, f)| suppress::scan(id, f.text())),
         );
-        let enabled =
-            |name: &str| registry::find(name).is_some_and(|r| config.severity(r).is_some());
         let diagnostics = std::mem::take(&mut self.diagnostics);
-        let mut diagnostics = suppress::apply(
+        self.diagnostics = shown::configured(
             &self.program.files,
             &mut self.suppressions,
             diagnostics,
-            &enabled,
+            config,
         );
-        diagnostics.retain_mut(
-            |d| match registry::find(d.rule).and_then(|r| config.severity(r)) {
-                Some(severity) => {
-                    d.severity = severity;
-                    true
-                }
-                None => false,
-            },
-        );
-        sort(&mut diagnostics);
-        self.diagnostics = diagnostic::merge_repeats(diagnostics);
     }
 
     fn finish(self, start: Instant) -> Run {
@@ -530,10 +513,6 @@ fn extract_sql_parallel(
 pub fn check_source(name: &str, text: &str, config: &Config) -> Run {
     let file = SourceFile::new(PathBuf::from(name), name.to_string(), text.to_string());
     check_files(vec![file], config)
-}
-
-fn sort(diagnostics: &mut [Diagnostic]) {
-    diagnostics.sort_by(|a, b| (a.span, a.rule).cmp(&(b.span, b.rule)));
 }
 
 /// The project a file belongs to: the nearest folder above it with a `Cargo.toml`,

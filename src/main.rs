@@ -412,6 +412,11 @@ fn check(args: CheckArgs) -> ExitCode {
             "--witness goes with --format json (or use `txlint witness path:line`)".into(),
         );
     }
+    // A rule named wrong is said before the run, not after it.
+    let mut choice = match txlint::shown::Choice::new(&args.select, &args.ignore) {
+        Ok(choice) => choice,
+        Err(e) => return fail(e),
+    };
     let loaded = match args.paths.iter().any(|p| p.as_os_str() == "-") {
         true if args.paths.len() > 1 => Err(fail(
             "`-` (standard input) is the only path of its run".to_string(),
@@ -454,21 +459,11 @@ fn check(args: CheckArgs) -> ExitCode {
             )),
         };
         match known {
-            Ok(known) => txlint::baseline::apply(&mut run, &known),
+            Ok(known) => choice = choice.with_baseline(known),
             Err(e) => return fail(e),
         }
     }
-    for name in args.select.iter().chain(&args.ignore) {
-        if registry::find(name).is_none() {
-            return fail(format!(
-                "unknown rule `{name}`; `txlint rules` lists the rules"
-            ));
-        }
-    }
-    run.diagnostics.retain(|d| {
-        (args.select.is_empty() || args.select.iter().any(|r| r == d.rule))
-            && !args.ignore.iter().any(|r| r == d.rule)
-    });
+    choice.apply(&mut run);
     if args.witness {
         let index = txlint::witness::Witnesses::new(&run.program);
         let witnesses = run
