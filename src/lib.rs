@@ -22,6 +22,7 @@ pub mod shown;
 pub mod source;
 pub mod suppress;
 pub mod witness;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 use txlint::config::Config;
 use txlint::diagnostic::Severity;
 use txlint::report::{self, Format, TextStyle};
-use txlint::{discover, registry};
+use txlint::{discover, registry, workspace};
 
 mod args;
 use args::*;
@@ -200,10 +200,14 @@ fn load(
     }
     let named = paths.iter().all(|p| p.is_file());
     let explicit = config_path.is_some() || !by_project;
-    let (projects, broken) = projects(&found.files, config, &cwd, explicit, exclude, |f| {
-        force_exclude || !paths.contains(f)
-    });
-    partial |= broken;
+    let (projects, broken) =
+        workspace::projects(&found.files, config, &cwd, explicit, exclude, |f| {
+            force_exclude || !paths.contains(f)
+        });
+    for (e, files) in &broken {
+        fail(format!("{e} (its {files} files were not linted)"));
+    }
+    partial |= !broken.is_empty();
     let mut run: Option<txlint::Run> = None;
     let mut errors = &found.errors[..];
     for (config, files) in &projects {
@@ -303,77 +307,6 @@ fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -
     }
 }
 
-/// The files by project: each file goes with the nearest `txlint.toml` above it (as in the
-/// editor), unless `--config` names one for all. The working folder's configuration comes
-/// first; a file under another one is linted with that one's rules and settings, and left out
-/// when that one's `include`/`exclude` leave it out (`selectable`: it was found by a walk, or
-/// `--force-exclude`). Each project is a run of its own: its schema, routines and lock graph.
-fn projects(
-    files: &[PathBuf],
-    top: Config,
-    cwd: &Path,
-    explicit: bool,
-    exclude: &[String],
-    selectable: impl Fn(&PathBuf) -> bool,
-) -> (Vec<(Config, Vec<PathBuf>)>, bool) {
-    if explicit {
-        return (vec![(top, files.to_vec())], false);
-    }
-    let mut nearest: std::collections::HashMap<PathBuf, Option<PathBuf>> = Default::default();
-    let mut groups: Vec<(Option<PathBuf>, Vec<PathBuf>)> = vec![(top.path.clone(), Vec::new())];
-    for f in files {
-        let abs = std::path::absolute(cwd.join(f)).unwrap_or_else(|_| cwd.join(f));
-        let dir = abs.parent().unwrap_or(cwd).to_path_buf();
-        let key = nearest
-            .entry(dir.clone())
-            .or_insert_with(|| {
-                dir.ancestors()
-                    .map(|d| d.join(txlint::config::FILE_NAME))
-                    .find(|p| p.is_file())
-            })
-            .clone();
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some(g) => g.1.push(f.clone()),
-            None => groups.push((key, vec![f.clone()])),
-        }
-    }
-    let mut out = Vec::new();
-    let mut broken = false;
-    let mut groups = groups.into_iter();
-    if let Some((_, first)) = groups.next() {
-        out.push((top, first));
-    }
-    for (key, files) in groups {
-        let folder = match &key {
-            Some(p) => p.parent().unwrap_or(cwd).to_path_buf(),
-            None => std::path::absolute(&files[0])
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf))
-                .unwrap_or_else(|| cwd.to_path_buf()),
-        };
-        // One project's broken configuration leaves the others linted.
-        let config = match Config::discover(&folder, None) {
-            Ok(mut config) => {
-                config.exclude.extend_from_slice(exclude);
-                config
-            }
-            Err(e) => {
-                fail(format!("{e} (its {} files were not linted)", files.len()));
-                broken = true;
-                continue;
-            }
-        };
-        let selection = discover::Selection::new(&config);
-        let files: Vec<PathBuf> = files
-            .into_iter()
-            .filter(|f| !selectable(f) || selection.selects(f, cwd))
-            .collect();
-        out.push((config, files));
-    }
-    out.retain(|(_, files)| !files.is_empty());
-    (out, broken)
-}
-
 /// `txlint check -`: one document from standard input, standing for `--stdin-filename`, with
 /// the project around that path as context (unless --no-context).
 fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
@@ -387,7 +320,7 @@ fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
     // The document's own project, as for a file on disk.
     let config = match (&args.config, cwd.join(path).parent()) {
         (None, Some(folder)) if folder.is_dir() => {
-            Config::discover(folder, None).map_err(|e| fail(e.to_string()))?
+            workspace::config_of(folder, &[]).map_err(|e| fail(e.to_string()))?
         }
         _ => config,
     };

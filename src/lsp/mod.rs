@@ -395,7 +395,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
         .unwrap_or(cwd)
         .to_path_buf();
     let folder = folder.as_path();
-    let config = match Config::discover(folder, None) {
+    let config = match crate::workspace::config_of(folder, &[]) {
         Ok(c) => c,
         // Said on the documents the defaults would read, not on every Markdown file.
         Err(_) if on_disk && !Config::default().reads(&path) => return Vec::new(),
@@ -409,7 +409,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
             })];
         }
     };
-    if on_disk && !crate::discover::Selection::new(&config).selects(&path, folder) {
+    if on_disk && !crate::workspace::selects(&config, &path, folder) {
         return Vec::new();
     }
     let display = crate::io::display_path(&path, cwd);
