@@ -8,23 +8,15 @@ use super::*;
 /// Collections visited in an order of their hash (it differs from one process to the next).
 const HASHED: &[&str] = &["HashMap", "HashSet", "DashMap", "DashSet"];
 
-/// Iterator steps and conversions that visit what they are called on in its order.
-const VISITS: &[&str] = &[
-    "iter",
-    "into_iter",
+/// Besides the steps that keep an order ([`super::order::KEEPS_ORDER`]), those that visit a
+/// map or set in its own order.
+const VISITS_HASH: &[&str] = &[
     "iter_mut",
     "drain",
     "keys",
     "values",
     "into_keys",
     "into_values",
-    "map",
-    "filter",
-    "filter_map",
-    "cloned",
-    "copied",
-    "collect",
-    "to_vec",
     "clone",
 ];
 
@@ -354,7 +346,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             match at {
                 syn::Expr::Reference(r) => at = &r.expr,
                 syn::Expr::Paren(p) => at = &p.expr,
-                syn::Expr::MethodCall(m) if VISITS.contains(&m.method.to_string().as_str()) => {
+                syn::Expr::MethodCall(m)
+                    if [super::order::KEEPS_ORDER, VISITS_HASH]
+                        .iter()
+                        .any(|l| l.contains(&m.method.to_string().as_str())) =>
+                {
                     at = &m.receiver
                 }
                 syn::Expr::Path(p) => {

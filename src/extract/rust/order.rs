@@ -41,7 +41,7 @@ const READS: &[&str] = &[
 
 /// Iterator and conversion steps that keep the order of what they visit (`fold` and `unzip`
 /// build their collections in the order they visit the items).
-const KEEPS_ORDER: &[&str] = &[
+pub(super) const KEEPS_ORDER: &[&str] = &[
     "as_slice",
     "cloned",
     "collect",
