@@ -149,18 +149,19 @@ fn fail(msg: String) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The working folder and the configuration for it (`--config`, else the nearest file).
-fn start(config: Option<&Path>) -> Result<(PathBuf, Config), ExitCode> {
+/// The working folder and the configuration for it (`--config`, else the nearest file), with
+/// `exclude` added.
+fn start(config: Option<&Path>, exclude: &[String]) -> Result<(PathBuf, Config), ExitCode> {
     let cwd = std::env::current_dir()
         .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
-    let config = Config::discover(&cwd, config).map_err(|e| fail(e.to_string()))?;
+    let config = workspace::config_of(&cwd, config, exclude).map_err(|e| fail(e.to_string()))?;
     Ok((cwd, config))
 }
 
 /// Configuration, discovery and the run, and whether some input could not be used (a path
 /// that is not there, a project whose `txlint.toml` is broken: reported, the rest linted);
 /// `Err` is the exit code after a message.
-/// `by_project`: each file with its nearest configuration ([`projects`]); the model, graph and
+/// `by_project`: each file with its nearest configuration ([`workspace::projects`]); the model, graph and
 /// schema views show one run, with the working folder's.
 fn load(
     paths: &[PathBuf],
@@ -170,8 +171,7 @@ fn load(
     by_project: bool,
     exclude: &[String],
 ) -> Result<(txlint::Run, bool), ExitCode> {
-    let (cwd, mut config) = start(config_path)?;
-    config.exclude.extend_from_slice(exclude);
+    let (cwd, config) = start(config_path, exclude)?;
     let found = discover::discover(paths, &cwd, &config, force_exclude);
     // A path that is not there is reported and the rest linted; the run then exits 2.
     let mut partial = false;
@@ -310,7 +310,7 @@ fn witness(at: &std::ffi::OsStr, format: WitnessFormat, config: Option<&Path>) -
 /// `txlint check -`: one document from standard input, standing for `--stdin-filename`, with
 /// the project around that path as context (unless --no-context).
 fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
-    let (cwd, config) = start(args.config.as_deref())?;
+    let (cwd, config) = start(args.config.as_deref(), &[])?;
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
         .map_err(|e| fail(format!("cannot read standard input: {e}")))?;
@@ -320,7 +320,7 @@ fn from_stdin(args: &CheckArgs) -> Result<txlint::Run, ExitCode> {
     // The document's own project, as for a file on disk.
     let config = match (&args.config, cwd.join(path).parent()) {
         (None, Some(folder)) if folder.is_dir() => {
-            workspace::config_of(folder, &[]).map_err(|e| fail(e.to_string()))?
+            workspace::config_of(folder, None, &[]).map_err(|e| fail(e.to_string()))?
         }
         _ => config,
     };

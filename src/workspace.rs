@@ -14,9 +14,14 @@ use std::path::{Path, PathBuf};
 use crate::config::{self, Config, ConfigError};
 use crate::discover::Selection;
 
-/// The configuration of the project `folder` is in, with `exclude` added.
-pub fn config_of(folder: &Path, exclude: &[String]) -> Result<Config, ConfigError> {
-    let mut config = Config::discover(folder, None)?;
+/// The configuration of the project `folder` is in (or the one `explicit` names), with
+/// `exclude` added.
+pub fn config_of(
+    folder: &Path,
+    explicit: Option<&Path>,
+    exclude: &[String],
+) -> Result<Config, ConfigError> {
+    let mut config = Config::discover(folder, explicit)?;
     config.exclude.extend_from_slice(exclude);
     Ok(config)
 }
@@ -82,7 +87,7 @@ pub fn projects(
                 .unwrap_or_else(|| cwd.to_path_buf()),
         };
         // One project's broken configuration leaves the others linted.
-        let config = match config_of(&folder, exclude) {
+        let config = match config_of(&folder, None, exclude) {
             Ok(config) => config,
             Err(e) => {
                 broken.push((e, files.len()));

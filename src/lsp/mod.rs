@@ -395,7 +395,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
         .unwrap_or(cwd)
         .to_path_buf();
     let folder = folder.as_path();
-    let config = match crate::workspace::config_of(folder, &[]) {
+    let config = match crate::workspace::config_of(folder, None, &[]) {
         Ok(c) => c,
         // Said on the documents the defaults would read, not on every Markdown file.
         Err(_) if on_disk && !Config::default().reads(&path) => return Vec::new(),

@@ -17,16 +17,15 @@ impl<'a> Walker<'a, '_> {
         if let Value::Diesel(q) = receiver {
             return self.diesel_method(q, m, &args);
         }
-        // `rows.push(..)` in a loop over a hash collection: `rows` comes in its order.
-        if matches!(name.as_str(), "push" | "extend") && self.hash_loops > 0 {
-            let base = self.source_of(&m.receiver);
-            self.hashed
-                .insert(base.trim_start_matches(['&', '*']).to_string());
-        }
-        if name.starts_with("sort") {
-            let base = self.source_of(&m.receiver);
-            self.sorted
-                .insert(base.trim_start_matches(['&', '*']).to_string());
+        // `ids.sort()`: sorted; `rows.push(..)` in a loop over a hash collection: in its order.
+        let pushed = matches!(name.as_str(), "push" | "extend") && self.hash_loops > 0;
+        if pushed || name.starts_with("sort") {
+            let source = self.source_of(&m.receiver);
+            let base = source.trim_start_matches(['&', '*']).to_string();
+            match pushed {
+                true => self.hashed.insert(base),
+                false => self.sorted.insert(base),
+            };
         }
         let arg_sql = match args.first() {
             Some(Value::Sql(s)) => Some(s.clone()),

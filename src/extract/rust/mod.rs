@@ -231,3 +231,10 @@ struct Walker<'a, 'w> {
     /// `let r: Repo = ..`): a method called on one is that type's.
     types: HashMap<String, std::rc::Rc<str>>,
 }
+
+/// The folder of the package `path` is in: the nearest one above it with a `Cargo.toml`.
+pub(super) fn package_dir(path: &Path) -> Option<&Path> {
+    path.ancestors()
+        .skip(1)
+        .find(|d| d.join("Cargo.toml").is_file())
+}

@@ -316,11 +316,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// `query_file!("queries/x.sql")`: the file relative to the crate's manifest folder.
     pub(super) fn query_file(&mut self, rel: &str) -> Value {
         let here = &self.parsed().path;
-        match here
-            .ancestors()
-            .skip(1)
-            .find(|d| d.join("Cargo.toml").is_file())
-        {
+        match super::package_dir(here) {
             Some(root) => self.sql_file(root.join(rel)),
             None => Value::None,
         }

@@ -77,17 +77,13 @@ pub(super) fn mark(
         .filter(|u| jobs && may_race(u))
         .filter_map(|u| u.name.as_deref())
         .collect();
-    let held: Vec<(&str, FileId)> = units
-        .iter()
-        .filter(|u| holds_across_awaits(u))
-        .filter_map(|u| Some((u.name.as_deref()?, u.span.file)))
-        .collect();
-    let chains: Vec<Span> = units
-        .iter()
-        .filter(|u| holds_across_awaits(u))
-        .flat_map(whole::locks)
-        .flat_map(|s| s.host().calls.iter().copied())
-        .collect();
+    // Functions holding a session lock across awaits, and the calls they reach their locks
+    // through.
+    let (mut held, mut chains): (Vec<(&str, FileId)>, Vec<Span>) = (Vec::new(), Vec::new());
+    for u in units.iter().filter(|u| holds_across_awaits(u)) {
+        held.extend(u.name.as_deref().map(|n| (n, u.span.file)));
+        chains.extend(whole::locks(u).flat_map(|s| s.host().calls.iter().copied()));
+    }
     if names.is_empty() && held.is_empty() {
         return;
     }

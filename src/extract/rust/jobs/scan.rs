@@ -379,13 +379,14 @@ impl Scanner<'_> {
             && is_punct(trees.get(k + 2), '.')
             && matches!(trees.get(k + 3), Some(TokenTree::Ident(i)) if i == "await");
         if !field && !mac && mentions_function(word) {
-            let awaited = awaited || (call && cx.pinned && k + 2 == trees.len());
+            let pinned = call && cx.pinned && k + 2 == trees.len();
+            let awaited = (awaited || pinned) && !cx.dropping;
             if call && self.graph.keep_calls {
                 let end = self.span(trees[k + 1].span()).end();
                 let at = CallAt {
                     name: word.to_string(),
                     method: dotted,
-                    awaited: awaited && !cx.dropping,
+                    awaited,
                 };
                 self.graph.calls_at.insert((self.file, end), at);
             }
@@ -394,7 +395,7 @@ impl Scanner<'_> {
                 timer,
                 test: cx.test,
                 concurrent: cx.repeat && cx.spawned,
-                awaited: awaited && !cx.dropping,
+                awaited,
                 method: dotted,
             };
             self.graph
@@ -405,19 +406,12 @@ impl Scanner<'_> {
         }
         // `Box::pin(walk(d - 1)).await`: the recursion's way of awaiting a call.
         if awaited && word == "pin" {
-            if let TokenTree::Group(g) = &trees[k + 1] {
-                let inner: Vec<TokenTree> = g.stream().into_iter().collect();
-                let depth = cx.depth + 1;
-                self.stream(
-                    &inner,
-                    Ctx {
-                        timer,
-                        pinned: true,
-                        depth,
-                        ..cx
-                    },
-                );
-            }
+            let pinned = Ctx {
+                timer,
+                pinned: true,
+                ..cx
+            };
+            self.inside(&trees[k + 1], pinned);
             return k + 2;
         }
         if call && DROPS.contains(&word) {
@@ -452,17 +446,22 @@ impl Scanner<'_> {
     }
 
     fn group(&mut self, tree: &TokenTree, cx: Ctx) {
+        self.inside(
+            tree,
+            Ctx {
+                pinned: false,
+                ..cx
+            },
+        );
+    }
+
+    /// A group's tokens, one level deeper, read in `cx` as it is (only `Box::pin(..)`'s
+    /// argument is read [`Ctx::pinned`]; [`Scanner::group`] is every other group).
+    fn inside(&mut self, tree: &TokenTree, cx: Ctx) {
         if let TokenTree::Group(g) = tree {
             let depth = cx.depth + 1;
             let inner: Vec<TokenTree> = g.stream().into_iter().collect();
-            self.stream(
-                &inner,
-                Ctx {
-                    depth,
-                    pinned: false,
-                    ..cx
-                },
-            );
+            self.stream(&inner, Ctx { depth, ..cx });
         }
     }
 

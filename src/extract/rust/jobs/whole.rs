@@ -80,9 +80,8 @@ impl Packages<'_> {
         let own = self.own;
         let found = self.known.entry(file).or_insert_with(|| {
             let (_, f) = own.iter().find(|(id, _)| *id == file)?;
-            let mut dirs = f.path.ancestors().skip(1);
-            let package = dirs.find(|d| d.join("Cargo.toml").is_file());
             // A file of no package is a package of its own.
+            let package = crate::extract::rust::package_dir(&f.path);
             Some(package.unwrap_or(&f.path).to_path_buf())
         });
         found.clone()
