@@ -13,7 +13,26 @@ impl<'a> Walker<'a, '_> {
             return v;
         }
         let receiver = self.expr(&m.receiver);
-        let args = self.exprs(&m.args);
+        // `self.transaction_with(&mut conn, |conn| ..)`: a closure handed to a method of the
+        // run is held until that method calls it, as for a function (see [`Walker::call`]).
+        let of_run =
+            matches!(&receiver, Value::Object(owner) if self.ix.method(&name, owner).is_some());
+        let args = self.args_holding(&m.args, of_run);
+        let held = held(&args);
+        let v = self.method_value(m, name, at, receiver, args);
+        self.run_unran(&held);
+        v
+    }
+
+    /// What a method call gives, its receiver and arguments evaluated.
+    fn method_value(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: String,
+        at: Span,
+        receiver: Value,
+        args: Vec<Value>,
+    ) -> Value {
         if let Value::Diesel(q) = receiver {
             return self.diesel_method(q, m, &args);
         }
@@ -307,23 +326,34 @@ impl<'a> Walker<'a, '_> {
         if !drops {
             c.args.iter().for_each(|a| self.moved_on(a, !of_run));
         }
-        let args: Vec<Value> = c
-            .args
-            .iter()
+        let args = self.args_holding(&c.args, of_run);
+        let held = held(&args);
+        let v = self.call_with(c, args);
+        self.run_unran(&held);
+        v
+    }
+
+    /// The values of a call's arguments; with `hold`, its closures held (see [`Walker::hold`]).
+    fn args_holding<'e>(
+        &mut self,
+        args: impl IntoIterator<Item = &'e syn::Expr>,
+        hold: bool,
+    ) -> Vec<Value> {
+        args.into_iter()
             .map(|a| match a {
-                syn::Expr::Closure(cl) if of_run => self.hold(cl),
+                syn::Expr::Closure(cl) if hold => self.hold(cl),
                 a => self.expr(a),
             })
-            .collect();
-        let v = self.call_with(c, args.clone());
-        for a in &args {
-            if let Value::Closure(k) = a
-                && !self.closures[*k].ran
-            {
-                self.in_branch(|w| w.run_closure(*k, &[]));
+            .collect()
+    }
+
+    /// Held closures the function they were handed to never called: walked here, as a branch.
+    fn run_unran(&mut self, held: &[usize]) {
+        for &k in held {
+            if !self.closures[k].ran {
+                self.in_branch(|w| w.run_closure(k, &[]));
             }
         }
-        v
     }
 
     /// Hold a closure for the function it is handed to (see [`Value::Closure`]).
@@ -595,4 +625,13 @@ fn transaction_builder(e: &syn::Expr) -> Option<(&syn::Expr, Option<Isolation>)>
         isolation = isolation.or(level);
         e = &m.receiver;
     }
+}
+
+/// The closures among a call's arguments (see [`Walker::hold`]).
+fn held(args: &[Value]) -> Vec<usize> {
+    let closure = |a: &Value| match a {
+        Value::Closure(k) => Some(*k),
+        _ => None,
+    };
+    args.iter().filter_map(closure).collect()
 }
