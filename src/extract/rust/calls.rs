@@ -145,6 +145,12 @@ impl<'a> Walker<'a, '_> {
                 | "wrap_err_with" | "change_context" | "inspect_err",
                 Value::Handle(_),
             ) => receiver,
+            // And the struct of the run that holds one (`PgTx::begin(..).await.map_err(..)?`).
+            (
+                "clone" | "unwrap" | "expect" | "map_err" | "context" | "with_context" | "wrap_err"
+                | "wrap_err_with" | "change_context" | "inspect_err",
+                Value::Object(_),
+            ) => receiver,
             // `self.inner.write().await`, `state.lock().unwrap()`: an exclusive lock's guard.
             ("write" | "lock" | "write_owned" | "lock_owned", Value::None | Value::Object(_))
                 if m.args.is_empty() =>
@@ -468,7 +474,12 @@ impl<'a> Walker<'a, '_> {
         if let Some(v) = self.constructor(c, &segments, name) {
             return v;
         }
-        if args.iter().any(|a| matches!(a, Value::Handle(_))) {
+        // Given a handle, or a struct of the run that holds one (`begin_write(state.clone())`):
+        // walked in place, on the caller's handles.
+        if args
+            .iter()
+            .any(|a| matches!(a, Value::Handle(_) | Value::Object(_)))
+        {
             let at = self.call_span(c);
             let given = self.passed(&args, c.args.iter());
             let texts = self.arg_texts(c.args.iter());

@@ -344,6 +344,8 @@ impl<'a, 'w> Walker<'a, 'w> {
                     self.built_field(owner.clone(), name.to_string(), *h);
                     holds = true;
                 }
+                // A struct that holds a handle, kept in this one (`State { db: rw }`).
+                holds |= matches!(v, Value::Object(_));
                 self.or_data(v, &f.expr)
             })
             .collect();

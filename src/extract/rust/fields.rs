@@ -101,6 +101,18 @@ impl<'a, 'w> Walker<'a, 'w> {
         let syn::Member::Named(name) = &f.member else {
             return base;
         };
+        // `tx.transaction` of `let tx = PgTx::begin(&pool).await?`: the handle the literal put
+        // there.
+        if let Value::Object(owner) = &base
+            && let Some(Some(h)) = self.built.get(&(owner.clone(), name.to_string()))
+        {
+            return Value::Handle(*h);
+        }
+        if let Value::Object(owner) = &base
+            && let Some(inner) = self.ix.handle_struct_field(owner, &name.to_string())
+        {
+            return Value::Object(inner.into());
+        }
         let v = self.field_of(f, name);
         // `inner.db` of `let inner = self.inner.write().await`: the handle is used under the lock.
         if let (Value::Guard(lock), Value::Handle(h)) = (&base, &v) {

@@ -165,6 +165,7 @@ impl<'a> Index<'a> {
             }
             .visit_file(&p.ast);
         }
+        ix.nest_handle_structs();
         let mut packages = modules::Packages::default();
         let dead: Vec<bool> = parsed
             .iter()
@@ -179,6 +180,46 @@ impl<'a> Index<'a> {
             f.test |= tests.get(f.file).copied().unwrap_or(false);
         }
         ix
+    }
+
+    /// A struct with a field of a struct that holds a handle holds it too (`struct State {
+    /// db: ReadWrite }` around `struct ReadWrite { write_pool: PgPool }`), to any depth.
+    fn nest_handle_structs(&mut self) {
+        loop {
+            let mut found = Vec::new();
+            for (name, defs) in &self.structs {
+                if self.handle_structs.contains_key(name) {
+                    continue;
+                }
+                let inner = defs.iter().flat_map(|(_, s)| &s.fields).find_map(|f| {
+                    let t = types::type_name(&f.ty)?;
+                    self.handle_structs.get(&t).copied()
+                });
+                found.extend(inner.map(|h| (name.clone(), h)));
+            }
+            if found.is_empty() {
+                return;
+            }
+            self.handle_structs.extend(found);
+        }
+    }
+
+    /// The struct of the run a field of `owner` is declared as, when that struct holds a
+    /// handle (`state.read_write` of `struct State { read_write: ReadWrite }`) and is not a
+    /// handle itself (a wrapper that derefs to one: see [`Index::handle_type`]).
+    pub(super) fn handle_struct_field(&self, owner: &str, field: &str) -> Option<String> {
+        let defs = self.structs.get(owner)?;
+        let (file, f) = defs.iter().find_map(|(file, s)| {
+            let f = s
+                .fields
+                .iter()
+                .find(|f| f.ident.as_ref().is_some_and(|i| i == field))?;
+            Some((*file, f))
+        })?;
+        if self.handle_type(&f.ty, file).is_some() {
+            return None;
+        }
+        types::type_name(&f.ty).filter(|t| self.handle_structs.contains_key(t))
     }
 
     /// The declared type of field `field` of the struct `owner` names (`impl Tx { .. self.inner
