@@ -44,47 +44,7 @@ pub fn render(run: &Run) -> String {
     let mut out = String::new();
     let mut by_executor: BTreeMap<&str, usize> = BTreeMap::new();
     for unit in &run.program.units {
-        let kind = match unit.kind {
-            UnitKind::Script => "script",
-            UnitKind::QueryFile => "query file",
-            UnitKind::Routine => "routine",
-            UnitKind::DoBlock => "DO block",
-            UnitKind::RustFn => "fn",
-        };
-        let runner = match (unit.kind, unit.runner) {
-            (UnitKind::Script | UnitKind::QueryFile | UnitKind::RustFn, Some(r)) => {
-                format!(" ({}, from {}: runs {})", r.name, r.evidence, r.runs)
-            }
-            (UnitKind::DoBlock, Some(r)) => {
-                format!(" (in a {}: runs once, when it is applied)", r.name)
-            }
-            _ => String::new(),
-        };
-        let runner = match (unit.kind, unit.pooled_callers) {
-            (UnitKind::Routine | UnitKind::QueryFile, Some(how)) => {
-                format!("{runner} (called by {how})")
-            }
-            _ => runner,
-        };
-        let runner = match unit.job {
-            Some(job) => format!(
-                "{runner} (a background job: only the timer loop at {} runs it)",
-                at(job)
-            ),
-            None => runner,
-        };
-        let runner = match unit.awaited_whole.len() {
-            0 => runner,
-            1 => format!("{runner} (a session lock awaited to its end from `main`)"),
-            n => format!("{runner} ({n} session locks awaited to their end from `main`)"),
-        };
-        let _ = writeln!(
-            out,
-            "{} {} {}{runner}",
-            at(unit.span),
-            kind,
-            unit.name.as_deref().unwrap_or("")
-        );
+        let _ = writeln!(out, "{}", unit_line(unit, &at));
         for tx in &unit.transactions {
             let iso = match tx.isolation {
                 Isolation::ReadCommitted => "",
@@ -103,36 +63,7 @@ pub fn render(run: &Run) -> String {
             );
             for step in &tx.steps {
                 *by_executor.entry(executor(tx.executor)).or_default() += 1;
-                let f = &step.facts;
-                let mut notes: Vec<String> = Vec::new();
-                if let Some(s) = step.session {
-                    notes.push(format!("session {s}"));
-                }
-                if let Some(v) = &step.host().via {
-                    notes.push(format!("via `{v}`"));
-                }
-                notes.extend(tables(f));
-                notes.extend(f.row_locks.iter().map(|l| l.clause.clone()));
-                notes.extend(
-                    f.extra()
-                        .advisory
-                        .iter()
-                        .map(|a| format!("{}({})", a.function, a.key)),
-                );
-                if !f.parsed {
-                    notes.push("tokens only".into());
-                }
-                // A helper's or a called routine's statement: where this unit reaches it.
-                if let Some(&call) = step.host().calls.last() {
-                    notes.push(format!("called at {}", at(call)));
-                }
-                let _ = writeln!(
-                    out,
-                    "    {} {:?} {}",
-                    at(step.span),
-                    f.kind,
-                    notes.join(", ").trim()
-                );
+                let _ = writeln!(out, "    {}", step_line(step, &at));
                 if let Some(sql) = run.program.generated.get(&step.span) {
                     let _ = writeln!(out, "      as SQL: {sql}");
                 }
@@ -141,39 +72,12 @@ pub fn render(run: &Run) -> String {
         }
     }
     for (unit, why) in &run.program.skipped {
-        let why = match why {
-            Skip::Test => {
-                "test code, skipped by the core rules (`include_tests = true` analyses it)"
-                    .to_string()
-            }
-            Skip::Unused => {
-                "marked `#[allow(dead_code)]` and named nowhere else in its file: nothing runs it, not analysed"
-                    .to_string()
-            }
-            Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
-            Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
-            Skip::Dumped(source) => format!(
-                "a pg_dump schema file's copy of the definition at {}, analysed there",
-                at(*source)
-            ),
-            Skip::Copy(first) => format!(
-                "the same text as the definition at {}, analysed there",
-                at(*first)
-            ),
-            Skip::Dialect(d) => format!(
-                "{} statements for {}: parsed, but the core rules have no semantics for it",
-                unit.transactions
-                    .iter()
-                    .map(|t| t.steps.len())
-                    .sum::<usize>(),
-                d.name()
-            ),
-        };
         let _ = writeln!(
             out,
-            "{} {}: {why}",
+            "{} {}: {}",
             at(unit.span),
-            unit.name.as_deref().unwrap_or("")
+            unit.name.as_deref().unwrap_or(""),
+            skipped(unit, why, &at)
         );
     }
     let mut summaries: Vec<&Summary> = run.program.summaries.iter().collect();
@@ -200,6 +104,109 @@ pub fn render(run: &Run) -> String {
         counts.join(", ")
     );
     out
+}
+
+/// A unit's heading: where it is, its kind and name, and what runs it.
+fn unit_line(unit: &Unit, at: &dyn Fn(crate::source::Span) -> String) -> String {
+    let kind = match unit.kind {
+        UnitKind::Script => "script",
+        UnitKind::QueryFile => "query file",
+        UnitKind::Routine => "routine",
+        UnitKind::DoBlock => "DO block",
+        UnitKind::RustFn => "fn",
+    };
+    let runner = match (unit.kind, unit.runner) {
+        (UnitKind::Script | UnitKind::QueryFile | UnitKind::RustFn, Some(r)) => {
+            format!(" ({}, from {}: runs {})", r.name, r.evidence, r.runs)
+        }
+        (UnitKind::DoBlock, Some(r)) => {
+            format!(" (in a {}: runs once, when it is applied)", r.name)
+        }
+        _ => String::new(),
+    };
+    let runner = match (unit.kind, unit.pooled_callers) {
+        (UnitKind::Routine | UnitKind::QueryFile, Some(how)) => {
+            format!("{runner} (called by {how})")
+        }
+        _ => runner,
+    };
+    let runner = match unit.job {
+        Some(job) => format!(
+            "{runner} (a background job: only the timer loop at {} runs it)",
+            at(job)
+        ),
+        None => runner,
+    };
+    let runner = match unit.awaited_whole.len() {
+        0 => runner,
+        1 => format!("{runner} (a session lock awaited to its end from `main`)"),
+        n => format!("{runner} ({n} session locks awaited to their end from `main`)"),
+    };
+    format!(
+        "{} {} {}{runner}",
+        at(unit.span),
+        kind,
+        unit.name.as_deref().unwrap_or("")
+    )
+}
+
+/// A statement's line: where it is, its kind, and its session, handle, tables and locks.
+fn step_line(step: &Step, at: &dyn Fn(crate::source::Span) -> String) -> String {
+    let f = &step.facts;
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(s) = step.session {
+        notes.push(format!("session {s}"));
+    }
+    if let Some(v) = &step.host().via {
+        notes.push(format!("via `{v}`"));
+    }
+    notes.extend(tables(f));
+    notes.extend(f.row_locks.iter().map(|l| l.clause.clone()));
+    notes.extend(
+        f.extra()
+            .advisory
+            .iter()
+            .map(|a| format!("{}({})", a.function, a.key)),
+    );
+    if !f.parsed {
+        notes.push("tokens only".into());
+    }
+    // A helper's or a called routine's statement: where this unit reaches it.
+    if let Some(&call) = step.host().calls.last() {
+        notes.push(format!("called at {}", at(call)));
+    }
+    format!("{} {:?} {}", at(step.span), f.kind, notes.join(", ").trim())
+}
+
+/// Why a unit was not analysed.
+fn skipped(unit: &Unit, why: &Skip, at: &dyn Fn(crate::source::Span) -> String) -> String {
+    match why {
+        Skip::Test => {
+            "test code, skipped by the core rules (`include_tests = true` analyses it)".to_string()
+        }
+        Skip::Unused => {
+            "marked `#[allow(dead_code)]` and named nowhere else in its file: nothing runs it, not analysed"
+                .to_string()
+        }
+        Skip::Replaced(by) => format!("replaced at {}, not analysed", at(*by)),
+        Skip::Dropped(by) => format!("dropped at {}, not analysed", at(*by)),
+        Skip::Dumped(source) => format!(
+            "a pg_dump schema file's copy of the definition at {}, analysed there",
+            at(*source)
+        ),
+        Skip::Copy(first) => format!(
+            "the same text as the definition at {}, analysed there",
+            at(*first)
+        ),
+        Skip::Dialect(d) => format!(
+            "{} statements for {}: parsed, but the core rules have no semantics for it",
+            unit.transactions
+                .iter()
+                .map(|t| t.steps.len())
+                .sum::<usize>(),
+            d.name()
+        ),
+    }
 }
 
 /// A helper's summary: the handles it gets or takes, what it runs through each, the locks it

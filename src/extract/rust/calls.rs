@@ -128,7 +128,21 @@ impl<'a> Walker<'a, '_> {
         if let Some(sent) = self.migrate_lock(&name, &receiver, m) {
             return sent;
         }
-        match (name.as_str(), &receiver) {
+        self.known_method(m, &name, receiver, &args, arg_sql, at)
+    }
+
+    /// Methods that pass a statement or a handle on, open or end a transaction, take a
+    /// connection or a lock's guard; else a method of the run (see [`Walker::run_method`]).
+    fn known_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        receiver: Value,
+        args: &[Value],
+        arg_sql: Option<Sql>,
+        at: Span,
+    ) -> Value {
+        match (name, &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
             ("prepare" | "prepare_cached" | "prepare_typed", _) if arg_sql.is_some() => {
                 Value::Sql(arg_sql.unwrap_or_else(|| unreachable!()))
@@ -188,7 +202,7 @@ impl<'a> Walker<'a, '_> {
                 self.walkers[h.walker].end(Some(at));
                 Value::None
             }
-            _ => self.run_method(m, &name, receiver, &args, at),
+            _ => self.run_method(m, name, receiver, args, at),
         }
     }
 

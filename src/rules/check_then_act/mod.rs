@@ -242,25 +242,7 @@ fn finding(
     {
         return None;
     }
-    let mut how = dependence.describe();
-    let decided_on =
-        taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
-    // A status read decides a transition of that status (see [`transition`]), when the arm
-    // is taken on what it read: one taken on whether it found a row (`IF FOUND THEN UPDATE
-    // .. ELSE INSERT ..`) decides on the row's presence, not on its state.
-    let on_value = taken_on(&decided.on_value, r.step, &w.step.branch)
-        || returned_on(unit, &decided.on_value, r.step, w.step);
-    let mut status = if decided_on && on_value {
-        transition(flow, r.step, wi, table)
-    } else {
-        None
-    };
-    if status.is_none() {
-        status = picked::picked_by_state(flow, r.step, wi, table);
-        if status.is_some() {
-            how = "it changes a row the read picked by that state";
-        }
-    }
+    let (how, status, decided_on) = decision(unit, flow, decided, (r, wi), table, &dependence);
     // A row's presence decides only get-or-create: an insert of the very key the read looked
     // up, in an arm taken on the read or after an early return taken on it (`if let Some(t)
     // = found { return .. }`), into a table the run declares (a unique key declared
@@ -314,12 +296,76 @@ fn finding(
     if wf.on_conflict || (same_tx && one_row_lock_before(w.txn, r.step).is_some()) {
         return None;
     }
-    // A unique key refuses the second insert only if both inserts give it the same values:
-    // columns that take the checked key, or a value computed from the read (`max + 1`). A
-    // count that caps a set (`count(*) .. WHERE team_id = $1`, then insert `(team_id,
-    // user_id)`) inserts another key each time, and the cap is exceeded.
-    // An `UPDATE` that sets a unique column to the value checked (`SET namespace = $1` after
-    // checking no row has namespace `$1`) is refused the same way.
+    if let Some(settled) = settled_by_key(cx, unit, flow, taken, (r, w), wi, table) {
+        return settled;
+    }
+    if refused_before(cx, unit, r, w) {
+        return None;
+    }
+    Some(Outcome::Race(race(
+        cx,
+        unit,
+        (r, w),
+        table,
+        Race {
+            how,
+            status,
+            uncovered,
+            same_tx,
+        },
+    )))
+}
+
+/// How the write depends on the read, the state transition it is decided on (if any), and
+/// whether an arm taken on the read leads to it.
+fn decision<'s>(
+    unit: &'s Unit,
+    flow: &'s Flow,
+    decided: &'s Decided,
+    (r, wi): (&'s At, usize),
+    table: &'s Name,
+    dependence: &Dependence,
+) -> (&'static str, Option<Transition<'s>>, bool) {
+    let w = &flow.steps[wi];
+    let taken = &decided.any;
+    let mut how = dependence.describe();
+    let decided_on =
+        taken_on(taken, r.step, &w.step.branch) || returned_on(unit, taken, r.step, w.step);
+    // A status read decides a transition of that status (see [`transition`]), when the arm
+    // is taken on what it read: one taken on whether it found a row (`IF FOUND THEN UPDATE
+    // .. ELSE INSERT ..`) decides on the row's presence, not on its state.
+    let on_value = taken_on(&decided.on_value, r.step, &w.step.branch)
+        || returned_on(unit, &decided.on_value, r.step, w.step);
+    let mut status = if decided_on && on_value {
+        transition(flow, r.step, wi, table)
+    } else {
+        None
+    };
+    if status.is_none() {
+        status = picked::picked_by_state(flow, r.step, wi, table);
+        if status.is_some() {
+            how = "it changes a row the read picked by that state";
+        }
+    }
+    (how, status, decided_on)
+}
+
+/// A unique key refuses the second write, if both give it the same values: columns that take
+/// the checked key, or a value computed from the read (`max + 1`). A count that caps a set
+/// (`count(*) .. WHERE team_id = $1`, then insert `(team_id, user_id)`) inserts another key
+/// each time, and the cap is exceeded. An `UPDATE` that sets a unique column to the value
+/// checked (`SET namespace = $1` after checking no row has namespace `$1`) is refused the same
+/// way. `Some` with the outcome when a key settles it.
+fn settled_by_key(
+    cx: &Context,
+    unit: &Unit,
+    flow: &Flow,
+    taken: &Taken,
+    (r, w): (&At, &At),
+    wi: usize,
+    table: &Name,
+) -> Option<Option<Outcome>> {
+    let (rf, wf) = (&r.step.facts, &w.step.facts);
     let sets = wf
         .sets
         .iter()
@@ -338,36 +384,21 @@ fn finding(
         })
         .map(|(c, _)| c.as_str())
         .collect();
-    if let Some(key) = cx.program.schema(w.step.span.file).unique_within_row(
+    let key = cx.program.schema(w.step.span.file).unique_within_row(
         table,
         &decided,
         &given(w.step),
         &rf.extra().tests,
-    ) {
-        return match wf.kind {
-            // The code answers "it exists" with an error already: the loser's unique
-            // violation is the same answer.
-            StmtKind::Insert if fails_when_found(unit, taken, r.step, w.step) => None,
-            StmtKind::Insert => refused::decided(cx, unit, r.step, w.step, &what(r.step), &key)
-                .map(Outcome::Refused),
-            _ => None,
-        };
-    }
-    if refused_before(cx, unit, r, w) {
-        return None;
-    }
-    Some(Outcome::Race(race(
-        cx,
-        unit,
-        (r, w),
-        table,
-        Race {
-            how,
-            status,
-            uncovered,
-            same_tx,
-        },
-    )))
+    )?;
+    Some(match wf.kind {
+        // The code answers "it exists" with an error already: the loser's unique violation is
+        // the same answer.
+        StmtKind::Insert if fails_when_found(unit, taken, r.step, w.step) => None,
+        StmtKind::Insert => {
+            refused::decided(cx, unit, r.step, w.step, &what(r.step), &key).map(Outcome::Refused)
+        }
+        _ => None,
+    })
 }
 
 /// What makes a race of a decision read and a write this rule's finding, beside the two.
