@@ -152,19 +152,19 @@ impl<'a> Walker<'a, '_> {
                 | "into" | "clone" | "build" | "build_query_as" | "build_query_scalar" | "sql",
                 Value::Sql(_),
             ) => receiver,
-            // Error adapters pass the handle on (`pool.get().await.map_err(..)?`).
-            (
-                "as_mut" | "as_ref" | "deref_mut" | "deref" | "clone" | "borrow_mut" | "lock"
-                | "unwrap" | "expect" | "map_err" | "context" | "with_context" | "wrap_err"
-                | "wrap_err_with" | "change_context" | "inspect_err",
-                Value::Handle(_),
-            ) => receiver,
+            // Error adapters pass the handle on (`pool.get().await.map_err(..)?`), and so do
+            // borrows of it.
+            (n, Value::Handle(_))
+                if ADAPTERS.contains(&n)
+                    || matches!(
+                        n,
+                        "as_mut" | "as_ref" | "deref_mut" | "deref" | "borrow_mut" | "lock"
+                    ) =>
+            {
+                receiver
+            }
             // And the struct of the run that holds one (`PgTx::begin(..).await.map_err(..)?`).
-            (
-                "clone" | "unwrap" | "expect" | "map_err" | "context" | "with_context" | "wrap_err"
-                | "wrap_err_with" | "change_context" | "inspect_err",
-                Value::Object(_),
-            ) => receiver,
+            (n, Value::Object(_)) if ADAPTERS.contains(&n) => receiver,
             // `self.inner.write().await`, `state.lock().unwrap()`: an exclusive lock's guard.
             ("write" | "lock" | "write_owned" | "lock_owned", Value::None | Value::Object(_))
                 if m.args.is_empty() =>
@@ -651,6 +651,21 @@ fn transaction_builder(e: &syn::Expr) -> Option<(&syn::Expr, Option<Isolation>)>
         e = &m.receiver;
     }
 }
+
+/// Methods that give back the value they are called on, or its `Ok`: a handle or a struct
+/// that holds one passes through them.
+const ADAPTERS: &[&str] = &[
+    "clone",
+    "unwrap",
+    "expect",
+    "map_err",
+    "context",
+    "with_context",
+    "wrap_err",
+    "wrap_err_with",
+    "change_context",
+    "inspect_err",
+];
 
 /// The closures among a call's arguments (see [`Walker::hold`]).
 fn held(args: &[Value]) -> Vec<usize> {

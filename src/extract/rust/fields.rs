@@ -101,17 +101,17 @@ impl<'a, 'w> Walker<'a, 'w> {
         let syn::Member::Named(name) = &f.member else {
             return base;
         };
-        // `tx.transaction` of `let tx = PgTx::begin(&pool).await?`: the handle the literal put
-        // there.
-        if let Value::Object(owner) = &base
-            && let Some(Some(h)) = self.built.get(&(owner.clone(), name.to_string()))
-        {
-            return Value::Handle(*h);
-        }
-        if let Value::Object(owner) = &base
-            && let Some(inner) = self.ix.handle_struct_field(owner, &name.to_string())
-        {
-            return Value::Object(inner.into());
+        if let Value::Object(owner) = &base {
+            let field = name.to_string();
+            // `tx.transaction` of `let tx = PgTx::begin(&pool).await?`: the handle the literal
+            // put there.
+            if let Some(Some(h)) = self.built.get(&(owner.clone(), field.clone())) {
+                return Value::Handle(*h);
+            }
+            // `state.pools` of `struct State { pools: Pools }`: the struct that holds one.
+            if let Some(inner) = self.ix.handle_struct_field(owner, &field) {
+                return Value::Object(inner.into());
+            }
         }
         let v = self.field_of(f, name);
         // `inner.db` of `let inner = self.inner.write().await`: the handle is used under the lock.
