@@ -317,6 +317,14 @@ impl<'a> Walker<'a, '_> {
         if let (Value::Data(f), Some(column)) = (&receiver, dataflow::row_column(m)) {
             return Value::Data(f.clone().field(&column));
         }
+        // `host.app_name()`: a method of the run that reads only named fields of `self`.
+        let receiver = match receiver {
+            Value::Data(f) => match self.ix.self_fields(name) {
+                Some(fields) => Value::Data(f.only(&fields)),
+                None => Value::Data(f),
+            },
+            other => other,
+        };
         // `rows.first().map(|r| ..)`: data stays data.
         data_of(std::iter::once(&receiver).chain(args).chain([&returned]))
     }

@@ -75,13 +75,67 @@ impl Flow {
 
     /// The value's field `name` (`row.start` of `row`): a whole row narrows to that field; a
     /// value already taken from named fields (`let d = row.data; d.x`) keeps them.
-    pub(super) fn field(mut self, name: &str) -> Flow {
+    pub(super) fn field(self, name: &str) -> Flow {
+        self.only(&BTreeSet::from([Rc::from(name)]))
+    }
+
+    /// The value seen through these named fields only (what a method reads of `self`).
+    pub(super) fn only(mut self, names: &Fields) -> Flow {
         for via in self.0.values_mut() {
             if *via == Via::Whole {
-                *via = Via::Fields(BTreeSet::from([Rc::from(name)]));
+                *via = Via::Fields(names.clone());
             }
         }
         self
+    }
+}
+
+/// Named fields of a row.
+pub(super) type Fields = BTreeSet<Rc<str>>;
+
+/// The fields of `self` a method's body reads, when it reads `self` only through named fields
+/// (`fn app_name(&self) -> String { format!("m-{}", self.slug) }`): called on a row, it carries
+/// only those columns. `None` when `self` is used otherwise (passed on, a method called on it,
+/// a macro whose arguments are not expressions).
+pub(super) fn self_fields(block: &syn::Block) -> Option<Fields> {
+    let mut reads = SelfReads(Some(Fields::new()));
+    reads.visit_block(block);
+    reads.0
+}
+
+/// What [`self_fields`] collects; `None` once `self` is used whole.
+struct SelfReads(Option<Fields>);
+
+impl<'a> Visit<'a> for SelfReads {
+    fn visit_expr_field(&mut self, f: &'a syn::ExprField) {
+        match (&*f.base, &f.member) {
+            (syn::Expr::Path(p), syn::Member::Named(n)) if p.path.is_ident("self") => {
+                if let Some(fields) = &mut self.0 {
+                    fields.insert(Rc::from(n.to_string()));
+                }
+            }
+            _ => syn::visit::visit_expr_field(self, f),
+        }
+    }
+    fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+        if p.path.is_ident("self") {
+            self.0 = None;
+        }
+    }
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        let parse = Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+        match m.parse_body_with(parse) {
+            Ok(args) => args.iter().for_each(|a| self.visit_expr(a)),
+            // Tokens that are no expressions (`matches!(self, ..)`, `write!(f, ..)` aside)
+            // may name `self` any way.
+            Err(_) => {
+                let text = m.tokens.to_string();
+                let mut words = text.split(|c: char| !c.is_alphanumeric() && c != '_');
+                if words.any(|w| w == "self") {
+                    self.0 = None;
+                }
+            }
+        }
     }
 }
 
@@ -101,22 +155,25 @@ pub(super) fn row_column(m: &syn::ExprMethodCall) -> Option<String> {
 
 /// The steps whose results the variables used in `e` carry, through the fields it names
 /// (`row.start`, `row.get("start")`).
-pub(super) fn of_expr(vars: &HashMap<String, Value>, e: &syn::Expr) -> Flow {
-    let mut names = Names(vars, Flow::new());
+pub(super) fn of_expr(vars: &HashMap<String, Value>, methods: Methods, e: &syn::Expr) -> Flow {
+    let mut names = Names(vars, methods, Flow::new());
     names.visit_expr(e);
-    names.1
+    names.2
 }
 
 /// The same for a macro's arguments and the names its format string captures
 /// (`format!("{}-{name}", row.slug)`).
-pub(super) fn of_macro(vars: &HashMap<String, Value>, m: &syn::Macro) -> Flow {
-    let mut names = Names(vars, Flow::new());
+pub(super) fn of_macro(vars: &HashMap<String, Value>, methods: Methods, m: &syn::Macro) -> Flow {
+    let mut names = Names(vars, methods, Flow::new());
     names.visit_macro(m);
-    names.1
+    names.2
 }
 
+/// The fields of `self` the run's methods of a name read (see [`self_fields`]).
+pub(super) type Methods<'m> = &'m dyn Fn(&str) -> Option<Fields>;
+
 /// The variables' flows, collected as the expression is visited.
-struct Names<'v>(&'v HashMap<String, Value>, Flow);
+struct Names<'v>(&'v HashMap<String, Value>, Methods<'v>, Flow);
 
 impl Names<'_> {
     fn of(&self, e: &syn::Expr) -> Option<Flow> {
@@ -132,12 +189,12 @@ impl<'a> Visit<'a> for Names<'_> {
         if let Some(id) = p.path.get_ident()
             && let Some(Value::Data(f)) = self.0.get(&id.to_string())
         {
-            self.1.extend(f.clone());
+            self.2.extend(f.clone());
         }
     }
     fn visit_expr_field(&mut self, f: &'a syn::ExprField) {
         match (&f.member, self.of(&f.base)) {
-            (syn::Member::Named(n), Some(flow)) => self.1.extend(flow.field(&n.to_string())),
+            (syn::Member::Named(n), Some(flow)) => self.2.extend(flow.field(&n.to_string())),
             _ => syn::visit::visit_expr_field(self, f),
         }
     }
@@ -156,7 +213,7 @@ impl<'a> Visit<'a> for Names<'_> {
                 if let Ok(name) = name
                     && let Some(Value::Data(f)) = self.0.get(&name)
                 {
-                    self.1.extend(f.clone());
+                    self.2.extend(f.clone());
                 }
             }
         }
@@ -165,8 +222,18 @@ impl<'a> Visit<'a> for Names<'_> {
         }
     }
     fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
-        match (row_column(m), self.of(&m.receiver)) {
-            (Some(c), Some(flow)) => self.1.extend(flow.field(&c)),
+        let flow = self.of(&m.receiver);
+        // `host.app_name()`: a method of the run that reads only named fields of `self`.
+        let methods = self.1;
+        match (row_column(m), flow) {
+            (Some(c), Some(flow)) => self.2.extend(flow.field(&c)),
+            (None, Some(flow)) => match methods(&m.method.to_string()) {
+                Some(fields) => {
+                    self.2.extend(flow.only(&fields));
+                    m.args.iter().for_each(|a| self.visit_expr(a));
+                }
+                None => syn::visit::visit_expr_method_call(self, m),
+            },
             _ => syn::visit::visit_expr_method_call(self, m),
         }
     }
@@ -195,6 +262,21 @@ mod tests {
         // A field of a value already taken from `start` is still from `start`.
         assert_eq!(names(&start.field("x"), 1), Some(vec!["start"]));
         assert_eq!(names(&row, 1), None);
+    }
+
+    #[test]
+    fn a_method_reads_self_through_named_fields_or_whole() {
+        let read = |body: &str| {
+            let block: syn::Block = syn::parse_str(body).ok()?;
+            self_fields(&block).map(|f| f.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+        };
+        let named = "{ let n = self.count + 1; format!(\"{}-{}\", self.slug.trim(), n) }";
+        assert_eq!(read(named), Some(vec!["count".into(), "slug".into()]));
+        assert_eq!(read("{ 42 }"), Some(vec![]));
+        // Handed on, a method called on it, named in tokens that are no expressions.
+        assert_eq!(read("{ describe(self) }"), None);
+        assert_eq!(read("{ self.total() + self.fee }"), None);
+        assert_eq!(read("{ matches!(self, Self::A { .. }) }"), None);
     }
 
     #[test]

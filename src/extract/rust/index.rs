@@ -91,6 +91,8 @@ pub(super) struct Index<'a> {
     /// sea-orm's `belongs_to` relations: child module, parent module, the child's column and
     /// the parent's it refers to.
     pub(super) relations: Vec<[String; 4]>,
+    /// What [`Index::self_fields`] found, by method name.
+    self_reads: std::cell::RefCell<HashMap<String, Option<dataflow::Fields>>>,
 }
 
 /// Where a name declared in a block is seen: the block's first and last position.
@@ -145,6 +147,7 @@ impl<'a> Index<'a> {
             tables: std::collections::BTreeMap::new(),
             joinables: Vec::new(),
             relations: Vec::new(),
+            self_reads: Default::default(),
             derefs: HashSet::new(),
             drops: HashSet::new(),
             trait_impls: HashMap::new(),
@@ -392,5 +395,30 @@ impl<'a> Index<'a> {
                 _ => None,
             }
         })
+    }
+}
+
+impl Index<'_> {
+    /// The fields of `self` that the run's methods named `name` read, when every one of them
+    /// reads `self` only through named fields (see [`dataflow::self_fields`]); `None` when one
+    /// uses `self` otherwise, or the run has no such method (one of a library says nothing).
+    pub(super) fn self_fields(&self, name: &str) -> Option<dataflow::Fields> {
+        if let Some(known) = self.self_reads.borrow().get(name) {
+            return known.clone();
+        }
+        let mut methods = self.by_name.get(name).into_iter().flatten();
+        let mut out: Option<dataflow::Fields> = None;
+        let all = methods.all(|&i| {
+            let f = &self.fns[i];
+            f.sig.receiver().is_some()
+                && dataflow::self_fields(f.block).is_some_and(|read| {
+                    out.get_or_insert_default().extend(read);
+                    true
+                })
+        });
+        let out = out.filter(|_| all);
+        let cache = &mut self.self_reads.borrow_mut();
+        cache.insert(name.to_string(), out.clone());
+        out
     }
 }

@@ -197,7 +197,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     // ... `format!("{}{}", row.name, suffix)` and `format!("{name}")` build
                     // data.
                     _ => {
-                        let flow = dataflow::of_macro(&self.vars, mac);
+                        let flow = dataflow::of_macro(&self.vars, &|n| self.ix.self_fields(n), mac);
                         if flow.is_empty() {
                             Value::None
                         } else {

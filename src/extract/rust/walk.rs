@@ -471,7 +471,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// The steps whose results the variables used in `e` carry, through the fields it names
     /// (`row.start`, `row.get("start")`).
     pub(super) fn flow(&self, e: &syn::Expr) -> Flow {
-        dataflow::of_expr(&self.vars, e)
+        dataflow::of_expr(&self.vars, &|n| self.ix.self_fields(n), e)
     }
 
     /// A closure's body. An `async` block that is the closure's result (`|tx| async move {

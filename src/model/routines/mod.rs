@@ -535,6 +535,7 @@ fn remap_inputs(step: &mut Step, map: impl Fn(usize) -> usize) {
     if let Some(host) = step.host.as_mut() {
         for i in &mut host.inputs {
             i.from.iter_mut().for_each(|s| *s = map(*s));
+            i.through.iter_mut().for_each(|(s, _)| *s = map(*s));
         }
     }
 }
