@@ -39,6 +39,48 @@ pub(super) fn read_from(tx: &Transaction, step: &Step, other: &[KeyPart]) -> boo
     all && inputs > 0
 }
 
+/// Every input of `step`'s row key is that key's column of rows an earlier statement of the
+/// transaction wrote or locked in the same table (`krate.id` of `UPDATE crates .. RETURNING
+/// *`, `row.id` of `SELECT .. FOR UPDATE`): the row is held since then, and locking it again
+/// waits for nobody, whatever was locked in between.
+pub(super) fn held_since_returned(tx: &Transaction, step: &Step) -> bool {
+    let Some(table) = locked_table(step) else {
+        return false;
+    };
+    let mut inputs = 0;
+    let all = step.facts.filters.iter().all(|p| {
+        let Some(&n) = p.value.params.first() else {
+            return !p.value.idents.iter().any(|i| is_var(i, step));
+        };
+        inputs += 1;
+        let Some(i) = step.host().inputs.iter().find(|i| i.param == n) else {
+            return false;
+        };
+        i.is_field(&p.column)
+            && !i.from.is_empty()
+            && i.from.iter().all(|&q| {
+                tx.steps
+                    .iter()
+                    .find(|s| s.seq == q && s.seq < step.seq)
+                    .is_some_and(|s| locked_table(s) == Some(table))
+            })
+    });
+    all && inputs > 0
+}
+
+/// The table whose rows `step` holds once it ran: the one it inserts into, updates or deletes
+/// from, or the one it reads `FOR UPDATE`.
+fn locked_table(step: &Step) -> Option<&Name> {
+    let f = &step.facts;
+    match f.kind {
+        StmtKind::Insert | StmtKind::Update | StmtKind::Delete => Some(&f.writes.first()?.name),
+        StmtKind::Select if f.row_locks.iter().any(RowLock::exclusive) && f.reads.len() == 1 => {
+            Some(&f.reads.first()?.name)
+        }
+        _ => None,
+    }
+}
+
 /// The last statement before `step` that assigns the PL/pgSQL variable `var`.
 fn assigned_before<'t>(tx: &'t Transaction, step: &Step, var: &Name) -> Option<&'t Step> {
     tx.steps

@@ -15,7 +15,7 @@ use crate::model::flow::{self, from_held_rows, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
 use crate::source::Span;
-use keys::{KeyPart, names_the_written_row, read_from, row_key};
+use keys::{KeyPart, held_since_returned, names_the_written_row, read_from, row_key};
 use unordered_loop::unordered_loop;
 
 pub use crate::registry::LOCK_ORDER_INVERSION as RULE;
@@ -259,7 +259,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
         let Some(b_key) = &keys[j] else {
             continue;
         };
-        if held(j, b_key) || serialised(t.tx, b.step) {
+        if held(j, b_key) || serialised(t.tx, b.step) || held_since_returned(t.tx, b.step) {
             continue;
         }
         for (i, a) in acqs[..j].iter().enumerate() {
