@@ -88,10 +88,11 @@ pub struct Unit {
     pub transactions: Vec<Transaction>,
     /// Early exits (`?`, `return`, `RAISE EXCEPTION`), in program order with the steps.
     pub exits: Vec<Exit>,
-    /// `return`s that leave only a helper walked in place, each with the `seq` at which that
-    /// walk of the helper ended: the helper's steps after it in program order do not follow
-    /// the steps of its arm, the caller's do.
-    pub helper_returns: Vec<(Exit, usize)>,
+    /// Exits that leave only a helper walked in place or an `async` block (a `return Ok(..)` in
+    /// a helper, a `?` whose error the code around handles), each with the `seq` at which that
+    /// frame ended: the frame's steps after the exit in program order do not follow it, the
+    /// caller's do.
+    pub frame_exits: Vec<(Exit, usize)>,
     /// The database sessions this unit's steps run on (see [`Step::session`]).
     pub sessions: Vec<Session>,
     /// Branch arms taken on a condition computed from query results.
@@ -155,7 +156,7 @@ impl Unit {
             span,
             transactions: Vec::new(),
             exits: Vec::new(),
-            helper_returns: Vec::new(),
+            frame_exits: Vec::new(),
             sessions: Vec::new(),
             conditions: Vec::new(),
             loops: Vec::new(),
@@ -232,9 +233,22 @@ impl Unit {
             && !b.branch.starts_with(&a.branch)
             && (self.exits_between(a.seq, b.seq).any(leaves)
                 || self
-                    .helper_returns
+                    .frame_exits
                     .iter()
                     .any(|(e, until)| b.seq < *until && leaves(e)))
+    }
+
+    /// `a`'s call fails when its statement returns no row (see [`Host::required`]) and that
+    /// error leaves before `b`: out of the unit, or out of a frame (`async` block, helper)
+    /// that `b` is in. With no row, `b` does not run.
+    pub fn fails_before(&self, a: &Step, b: &Step) -> bool {
+        let owned = |e: &Exit| e.owner == Some(a.seq) && e.kind == ExitKind::Propagate;
+        a.host().required
+            && (self.exits.iter().any(owned)
+                || self
+                    .frame_exits
+                    .iter()
+                    .any(|(e, until)| owned(e) && e.seq < b.seq && b.seq < *until))
     }
 
     /// `a` and `b` never both run in one execution: alternative arms, or an arm that leaves

@@ -81,7 +81,8 @@ fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
 /// `SELECT ... WHERE key FOR UPDATE`, then `INSERT` into that table: nothing to lock when no
 /// row exists, so two transactions both insert. Not an insert run once per locked row (in a
 /// loop over what the lock returned): with no row it does not run. Nor one after a lock whose
-/// call fails when it finds no row and whose error leaves (`.fetch_one(&mut *tx).await?`):
+/// call fails when it finds no row and whose error leaves before the insert
+/// (`.fetch_one(&mut *tx).await?`, also inside a transaction's closure or through a helper):
 /// with no row, nothing is inserted either.
 fn check_then_insert(
     cx: &Context,
@@ -90,14 +91,6 @@ fn check_then_insert(
     lock: &RowLock,
     later: &[&At],
 ) -> Option<Diagnostic> {
-    let leaves_on_none = l.step.host().required
-        && unit
-            .exits
-            .iter()
-            .any(|e| e.owner == Some(l.step.seq) && e.kind == ExitKind::Propagate);
-    if leaves_on_none {
-        return None;
-    }
     let tables = locked_tables(l.step, lock);
     let per_row = |a: &At| {
         unit.loops
@@ -112,6 +105,7 @@ fn check_then_insert(
                 .iter()
                 .any(|t| tables.iter().any(|x| *x == *t.name))
             && !per_row(a)
+            && !unit.fails_before(l.step, a.step)
     })?;
     let table = &w.step.facts.writes.first()?.name;
     let key: Vec<String> = l

@@ -72,8 +72,9 @@ impl<'a, 'w> Walker<'a, 'w> {
                 let passed_on = self.passes_on;
                 self.passes_on &= std::mem::take(&mut self.async_tried);
                 self.frames += 1;
+                let exits = self.exits.len();
                 let v = self.block_value(block);
-                self.frames -= 1;
+                self.end_frame(exits);
                 self.passes_on = passed_on;
                 v
             }

@@ -219,15 +219,8 @@ impl<'a, 'w> Walker<'a, 'w> {
         self.params(f.sig, f.owner, receiver, Some(args));
         let exits = self.exits.len();
         let value = self.body(f.block);
-        // Its own `return`s leave it here: the caller's steps follow them, its own do not.
-        let depth = self.frames;
-        let seq = self.seq;
-        let returns = self.exits[exits..]
-            .iter()
-            .filter(|(e, frame)| e.kind == ExitKind::Return && *frame == Some(depth))
-            .map(|(e, _)| (e.clone(), seq));
-        self.helper_returns.extend(returns);
-        self.frames -= 1;
+        // Its own exits leave it here: the caller's steps follow them, its own do not.
+        self.end_frame(exits);
         self.calls.pop();
         self.passes_on = passed_on;
         self.stack.pop();

@@ -169,9 +169,9 @@ struct Walker<'a, 'w> {
     /// function walked: a `return Ok(..)` in a helper, a `?` in a helper or an `async` block
     /// whose result the code around it handles, leave only those.
     exits: Vec<(Exit, Option<usize>)>,
-    /// `return`s that left only a helper walked in place, with the `seq` its walk ended at
-    /// (see [`crate::model::Unit::helper_returns`]).
-    helper_returns: Vec<(Exit, usize)>,
+    /// Exits that left only a helper walked in place or an `async` block, with the `seq` that
+    /// frame ended at (see [`crate::model::Unit::frame_exits`]).
+    frame_exits: Vec<(Exit, usize)>,
     /// How many helper bodies and `async` blocks the walk is inside.
     frames: usize,
     /// The `async` block about to be walked is awaited with `?` (`async { .. }.await?`).

@@ -32,7 +32,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             branch: Vec::new(),
             next_branch: 0,
             exits: Vec::new(),
-            helper_returns: Vec::new(),
+            frame_exits: Vec::new(),
             frames: 0,
             async_tried: false,
             conditions: Vec::new(),
@@ -140,7 +140,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             .into_iter()
             .filter_map(|(e, frame)| frame.is_none().then_some(e))
             .collect();
-        unit.helper_returns = self.helper_returns;
+        unit.frame_exits = self.frame_exits;
         unit.conditions = self.conditions;
         unit.loops = self.loops;
         unit.sessions = self.sessions;
@@ -560,6 +560,19 @@ impl<'a, 'w> Walker<'a, 'w> {
         self.vars = outer;
         self.branch.pop();
         r
+    }
+
+    /// Leave the innermost frame (a helper walked in place, an `async` block): the exits since
+    /// `exits` that leave only it end here (see [`crate::model::Unit::frame_exits`]).
+    pub(super) fn end_frame(&mut self, exits: usize) {
+        // The first position after the frame: its own steps are all before it.
+        let (depth, seq) = (self.frames, self.seq + 1);
+        let own = self.exits[exits..]
+            .iter()
+            .filter(|(_, frame)| *frame == Some(depth))
+            .map(|(e, _)| (e.clone(), seq));
+        self.frame_exits.extend(own);
+        self.frames -= 1;
     }
 
     /// An exit that leaves with an error (`?`, `bail!`, `.ok_or(..)?`).

@@ -450,6 +450,13 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>, mut arm: usize) {
         exit.seq = map(exit.seq);
         exit.owner = exit.owner.map(map);
     }
+    for (exit, until) in &mut unit.frame_exits {
+        exit.seq = map(exit.seq);
+        exit.owner = exit.owner.map(map);
+        // The end of a frame is no statement: what the next one gets before it stays outside.
+        let k = added.partition_point(|&(at, ..)| at < *until);
+        *until += sums[k];
+    }
     for c in &mut unit.conditions {
         c.from.iter_mut().for_each(|s| *s = map(*s));
     }
