@@ -1,6 +1,7 @@
 //! Background jobs: functions that only a loop woken by a timer runs, one run after another.
 //!
-//! `loop { ingest().await; sleep(every).await }`, `interval.tick()` in a `select!`, a closure
+//! `loop { ingest().await; sleep(every).await }`, `interval.tick()` in a `select!`, a sleep that
+//! a shutdown signal ends early (`timeout(every, stop.changed())`), a closure
 //! handed to a scheduler (`every(..)`, a `cron` call): what such a loop calls runs once per
 //! wake-up, one run after the other, in the process that started the loop. txlint assumes one
 //! process runs it (see [`crate::model::Unit::job`]). Not such a job:

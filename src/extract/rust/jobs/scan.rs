@@ -542,14 +542,26 @@ fn waits(word: &str) -> bool {
     word.starts_with("sleep") || word == "tick" || word.starts_with("delay_")
 }
 
-/// `text` may hold a call of [`waits`] or [`schedules`] (a byte search, before any tokens).
+/// `timeout(every, stop.changed())`, `timeout(every, token.cancelled())`: a sleep that a
+/// shutdown signal ends early.
+fn sleeps_until_stopped(word: &str, next: &[TokenTree]) -> bool {
+    let Some(TokenTree::Group(args)) = next.first().filter(|_| word == "timeout") else {
+        return false;
+    };
+    let text = args.stream().to_string();
+    let mut words = text.split(|c: char| !c.is_alphanumeric() && c != '_');
+    words.any(|w| w == "changed" || w == "cancelled")
+}
+
+/// `text` may hold a call of [`waits`], [`sleeps_until_stopped`] or [`schedules`] (a byte
+/// search, before any tokens).
 pub(super) fn may_wait(text: &str) -> bool {
     static WORDS: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
         std::sync::OnceLock::new();
     let words = WORDS.get_or_init(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["sleep", "tick", "delay_", "every", "cron"])
+            .build(["sleep", "tick", "delay_", "timeout", "every", "cron"])
             .ok()
     });
     words.as_ref().is_none_or(|w| w.is_match(text))
@@ -586,7 +598,7 @@ fn wakes_on_timer(keyword: &str, trees: &[TokenTree], budget: &mut usize) -> boo
     let counted = counted || (keyword == "while" && word(0).as_deref() == Some("Err"));
     let (mut timer, mut other) = (false, counted);
     visit_words(trees, 0, budget, &mut |w, call, next| {
-        timer |= call && waits(w);
+        timer |= call && (waits(w) || sleeps_until_stopped(w, next));
         other |= (call && RECEIVES.contains(&w)) || SIDE_BY_SIDE.contains(&w);
         other |= matches!(w, "return" | "break") && gives_value(next);
     });

@@ -36,6 +36,20 @@ fn a_job_is_found_through_the_functions_between_the_loop_and_it() {
 }
 
 #[test]
+fn a_loop_that_sleeps_until_stopped_is_a_timer_loop() {
+    // `timeout(every, stop.changed())`: waits `every`, or less when asked to stop.
+    let watch = "async fn run(mut stop: Receiver<bool>) { while !*stop.borrow_and_update() { \
+                 sync_once().await; if timeout(EVERY, stop.changed()).await.is_ok() { break } } }";
+    assert_eq!(jobs(&[(watch, false)], &["sync_once"]), ["sync_once"]);
+    let token = "async fn run(t: CancellationToken) { loop { sync_once().await; \
+                 let _ = tokio::time::timeout(EVERY, t.cancelled()).await; } }";
+    assert_eq!(jobs(&[(token, false)], &["sync_once"]), ["sync_once"]);
+    // A timeout around the work itself is no timer: the loop spins.
+    let bounded = "async fn run() { loop { let _ = timeout(D, sync_once()).await; } }";
+    assert!(jobs(&[(bounded, false)], &["sync_once"]).is_empty());
+}
+
+#[test]
 fn one_caller_outside_a_timer_loop_makes_it_no_job() {
     let main = "async fn run() { loop { refresh().await; sleep(D).await; } } \
                 async fn handler() { refresh().await }";
