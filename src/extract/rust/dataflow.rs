@@ -11,9 +11,14 @@ use syn::visit::Visit;
 use super::Value;
 use super::text::placeholders;
 
-/// The steps (by sequence number) whose results a value carries.
+/// The steps (by sequence number) whose results a value carries; for a struct literal, also
+/// what each of its fields carries (`Detail { job, failures }`: `detail.job` carries the job's
+/// read, not the count's).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Flow(BTreeMap<usize, Via>);
+pub(super) struct Flow(BTreeMap<usize, Via>, Option<Rc<Record>>);
+
+/// What each named field of a struct literal carries.
+pub(super) type Record = BTreeMap<Rc<str>, Flow>;
 
 /// How a value reaches a step's rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,13 +60,38 @@ impl Flow {
         }
     }
 
+    /// A struct literal's value: what its fields carry, together and one by one.
+    pub(super) fn record(fields: Record) -> Flow {
+        let mut all = Flow::new();
+        fields.values().for_each(|f| all.extend(f.clone()));
+        all.1 = Some(Rc::new(fields));
+        all
+    }
+
     /// The step's whole rows are carried.
     pub(super) fn insert(&mut self, seq: usize) {
+        self.1 = None;
         self.0.insert(seq, Via::Whole);
     }
 
     /// What either value carries: a whole row absorbs fields of it.
     pub(super) fn extend(&mut self, other: Flow) {
+        if other.0.is_empty() && other.1.is_none() {
+            return;
+        }
+        if self.0.is_empty() && self.1.is_none() {
+            *self = other;
+            return;
+        }
+        // A struct literal merged with other data (a call's arguments, with the struct it
+        // returned): each field may carry that data too, and no field carries another's. Two
+        // struct literals merged are no one of them.
+        let plain = |f: &Flow| Flow(f.0.clone(), None);
+        self.1 = match (self.1.take(), &other.1) {
+            (Some(mine), None) => Some(Rc::new(spread(&mine, &plain(&other)))),
+            (None, Some(theirs)) => Some(Rc::new(spread(theirs, &plain(self)))),
+            _ => None,
+        };
         for (seq, via) in other.0 {
             match (self.0.get_mut(&seq), via) {
                 (None, via) => {
@@ -79,8 +109,20 @@ impl Flow {
         self.only(&BTreeSet::from([Rc::from(name)]))
     }
 
-    /// The value seen through these named fields only (what a method reads of `self`).
+    /// The value seen through these named fields only (what a method reads of `self`): of a
+    /// struct literal, what those fields carry.
     pub(super) fn only(mut self, names: &Fields) -> Flow {
+        // A field given no data (`Counter { id, n }` with `id` a parameter) keeps standing for
+        // the rows' field of its name, as for any value: `c.id` names the row `n` was read from.
+        if let Some(record) = self.1.take()
+            && names
+                .iter()
+                .all(|n| record.get(n).is_some_and(|f| !f.is_empty()))
+        {
+            let mut out = Flow::new();
+            names.iter().for_each(|n| out.extend(record[n].clone()));
+            return out;
+        }
         for via in self.0.values_mut() {
             if *via == Via::Whole {
                 *via = Via::Fields(names.clone());
@@ -88,6 +130,19 @@ impl Flow {
         }
         self
     }
+}
+
+/// `record` with what `more` carries added to each field that carries data (one given none
+/// keeps standing for the rows' field of its name, see [`Flow::only`]).
+fn spread(record: &Record, more: &Flow) -> Record {
+    let add = |f: &Flow| {
+        let mut f = f.clone();
+        if !f.is_empty() {
+            f.extend(more.clone());
+        }
+        f
+    };
+    record.iter().map(|(n, f)| (n.clone(), add(f))).collect()
 }
 
 /// Named fields of a row.
@@ -241,7 +296,7 @@ impl<'a> Visit<'a> for Names<'_> {
 
 impl FromIterator<usize> for Flow {
     fn from_iter<I: IntoIterator<Item = usize>>(seqs: I) -> Flow {
-        Flow(seqs.into_iter().map(|s| (s, Via::Whole)).collect())
+        Flow(seqs.into_iter().map(|s| (s, Via::Whole)).collect(), None)
     }
 }
 
@@ -277,6 +332,44 @@ mod tests {
         assert_eq!(read("{ describe(self) }"), None);
         assert_eq!(read("{ self.total() + self.fee }"), None);
         assert_eq!(read("{ matches!(self, Self::A { .. }) }"), None);
+    }
+
+    #[test]
+    fn a_struct_literal_keeps_what_each_field_carries() {
+        let job: Flow = [1].into_iter().collect();
+        let count: Flow = [2].into_iter().collect();
+        let fields = Record::from([("job".into(), job.clone()), ("failures".into(), count)]);
+        let detail = Flow::record(fields);
+        assert_eq!(detail.iter().collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(detail.clone().field("job"), job);
+        assert_eq!(
+            names(&detail.clone().field("job").field("attempts"), 1),
+            Some(vec!["attempts"])
+        );
+        // A field the literal did not name or gave no data, and the literal merged with another
+        // value: the fields of the rows, as for any value.
+        assert_eq!(
+            names(&detail.clone().field("other"), 2),
+            Some(vec!["other"])
+        );
+        let fields = Record::from([
+            ("id".into(), Flow::new()),
+            ("n".into(), [1].into_iter().collect()),
+        ]);
+        assert_eq!(
+            names(&Flow::record(fields).field("id"), 1),
+            Some(vec!["id"])
+        );
+        // Merged with other data, each field may carry it too; two literals merged are none.
+        let mut args = detail.clone();
+        args.extend([3].into_iter().collect());
+        assert_eq!(
+            args.clone().field("job").iter().collect::<Vec<_>>(),
+            vec![1, 3]
+        );
+        let mut merged = detail.clone();
+        merged.extend(args);
+        assert_eq!(names(&merged.field("job"), 2), Some(vec!["job"]));
     }
 
     #[test]

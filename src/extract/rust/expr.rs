@@ -353,7 +353,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         // A struct of the run that holds the handle: its methods reach it through `self`.
         match owner {
             Some(o) if holds && self.ix.handle_structs.contains_key(&*o) => Value::Object(o),
-            _ => data_of(&fields),
+            _ => record(s, fields),
         }
     }
 
@@ -473,5 +473,29 @@ impl<'a, 'w> Walker<'a, 'w> {
             None => self.backends.remove(&var),
         };
         r
+    }
+}
+
+/// The value of a struct literal whose fields are `fields`: data if one is, with what each
+/// named field carries when the literal names them all (no `..rest`).
+fn record(s: &syn::ExprStruct, fields: Vec<Value>) -> Value {
+    let named: Option<dataflow::Record> = match s.rest {
+        Some(_) => None,
+        None => s
+            .fields
+            .iter()
+            .zip(&fields)
+            .map(|(f, v)| match (&f.member, v) {
+                (syn::Member::Named(n), Value::Data(flow)) => {
+                    Some((n.to_string().into(), flow.clone()))
+                }
+                (syn::Member::Named(n), _) => Some((n.to_string().into(), Flow::new())),
+                _ => None,
+            })
+            .collect(),
+    };
+    match named {
+        Some(record) if record.values().any(|f| !f.is_empty()) => Value::Data(Flow::record(record)),
+        _ => data_of(&fields),
     }
 }
