@@ -133,7 +133,9 @@ pub(super) fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 value: bound.map_or_else(
                     || format!("${n}"),
                     |i| {
-                        read_row_key(tx, i, &p.column).unwrap_or_else(|| format!("host:{}", i.text))
+                        read_row_key(tx, i, &p.column)
+                            .or_else(|| column_of_one_row(tx, i))
+                            .unwrap_or_else(|| format!("host:{}", i.text))
                     },
                 ),
                 shown: bound.map_or_else(|| format!("${n}"), Input::shown),
@@ -246,6 +248,43 @@ fn read_row_key(tx: &Transaction, input: &Input, column: &str) -> Option<String>
                 .map(|q| (s, q))
         })
         .map(|(s, q)| value_key(&q.value, s))
+}
+
+/// A key that is one column of one row fetched earlier in this transaction: the
+/// `customer_id` selected from the invoice `WHERE id = $1`, or the `customer_id` field of that
+/// invoice locked later by the same key. Every read it comes from names its table, the same
+/// key values and that column, so two keys made so are one value (and one row). The column is
+/// the field the value was taken through, or the only column the read selects.
+fn column_of_one_row(tx: &Transaction, input: &Input) -> Option<String> {
+    let mut found: Option<String> = None;
+    for &q in &input.from {
+        let s = tx.steps.iter().find(|s| s.seq == q)?;
+        let f = &s.facts;
+        let column = match input.fields_of(q) {
+            Some([field]) => field.as_str(),
+            Some(_) => return None,
+            None => match &f.columns[..] {
+                [only] if **only != *"*" => &**only,
+                _ => return None,
+            },
+        };
+        // One row: a fetch that fails without one (`fetch_one`, diesel's `first`).
+        let ([table], false, true) = (&f.reads[..], f.filters.is_empty(), s.host().required) else {
+            return None;
+        };
+        let mut key: Vec<String> = f
+            .filters
+            .iter()
+            .map(|p| format!("{} = {}", p.column, value_key(&p.value, s)))
+            .collect();
+        key.sort();
+        let this = format!("{}[{}].{column}", table.name, key.join(", "));
+        if found.as_ref().is_some_and(|f| *f != this) {
+            return None;
+        }
+        found = Some(this);
+    }
+    found
 }
 
 #[cfg(test)]
