@@ -172,3 +172,75 @@ pub enum ExitKind {
     /// `RAISE EXCEPTION`: leaves on a decision.
     Return,
 }
+
+/// Which of a unit's statements run together: branch arms and early exits.
+impl Unit {
+    /// Statements in these two branch paths never both run in one execution: they sit in
+    /// different arms of one choice.
+    pub fn exclusive(&self, a: &[usize], b: &[usize]) -> bool {
+        let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) else {
+            return false;
+        };
+        // A unit with routines copied in has thousands of choices and is asked about every
+        // pair of its statements: look arms up, never scan the choices.
+        let of = self.choice_of.get_or_init(|| {
+            let arms = self.choices.iter().flatten().max().map_or(0, |m| m + 1);
+            let mut of = vec![u32::MAX; arms];
+            for (c, choice) in self.choices.iter().enumerate() {
+                for &arm in choice {
+                    of[arm] = c as u32;
+                }
+            }
+            of
+        });
+        let choice = |arm: usize| of.get(arm).copied().unwrap_or(u32::MAX);
+        choice(a[i]) != u32::MAX && choice(a[i]) == choice(b[i])
+    }
+
+    /// `a` and a later `b` never both run in one execution: `a`'s branch arm leaves the unit
+    /// after it (a `return` or `RAISE` in that same arm) and `b` is outside the arm.
+    /// Also when that arm is a helper's and `b` is the helper's too (a `return Ok(..)` in a
+    /// helper walked in place leaves the helper, not its caller).
+    pub fn leaves_between(&self, a: &Step, b: &Step) -> bool {
+        let leaves = |e: &Exit| {
+            e.kind == ExitKind::Return
+                && e.seq > a.seq
+                && e.seq < b.seq
+                && e.branch[..] == a.branch[..]
+        };
+        !a.branch.is_empty()
+            && !b.branch.starts_with(&a.branch)
+            && (self.exits_between(a.seq, b.seq).any(leaves)
+                || self
+                    .frame_exits
+                    .iter()
+                    .any(|(e, until)| b.seq < *until && leaves(e)))
+    }
+
+    /// `a`'s call fails when its statement returns no row (see [`Host::required`]) and that
+    /// error leaves before `b`: out of the unit, or out of a frame (`async` block, helper)
+    /// that `b` is in. With no row, `b` does not run.
+    pub fn fails_before(&self, a: &Step, b: &Step) -> bool {
+        let owned = |e: &Exit| e.owner == Some(a.seq) && e.kind == ExitKind::Propagate;
+        a.host().required
+            && (self.exits.iter().any(owned)
+                || self
+                    .frame_exits
+                    .iter()
+                    .any(|(e, until)| owned(e) && e.seq < b.seq && b.seq < *until))
+    }
+
+    /// `a` and `b` never both run in one execution: alternative arms, or an arm that leaves
+    /// after the earlier of the two.
+    pub fn apart(&self, a: &Step, b: &Step) -> bool {
+        let (first, second) = if a.seq <= b.seq { (a, b) } else { (b, a) };
+        self.exclusive(&a.branch, &b.branch) || self.leaves_between(first, second)
+    }
+
+    /// Exits strictly between two positions in program order.
+    pub fn exits_between(&self, from: usize, to: usize) -> impl Iterator<Item = &Exit> {
+        self.exits
+            .iter()
+            .filter(move |e| e.seq > from && e.seq < to)
+    }
+}
