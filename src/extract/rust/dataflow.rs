@@ -9,6 +9,7 @@ use syn::punctuated::Punctuated;
 use syn::visit::Visit;
 
 use super::Value;
+use super::collect::words;
 use super::text::placeholders;
 
 /// The steps (by sequence number) whose results a value carries; for a struct literal, also
@@ -183,13 +184,8 @@ impl<'a> Visit<'a> for SelfReads {
             Ok(args) => args.iter().for_each(|a| self.visit_expr(a)),
             // Tokens that are no expressions (`matches!(self, ..)`, `write!(f, ..)` aside)
             // may name `self` any way.
-            Err(_) => {
-                let text = m.tokens.to_string();
-                let mut words = text.split(|c: char| !c.is_alphanumeric() && c != '_');
-                if words.any(|w| w == "self") {
-                    self.0 = None;
-                }
-            }
+            Err(_) if words(&m.tokens.to_string(), "self") > 0 => self.0 = None,
+            Err(_) => {}
         }
     }
 }

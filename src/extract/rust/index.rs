@@ -406,17 +406,16 @@ impl Index<'_> {
         if let Some(known) = self.self_reads.borrow().get(name) {
             return known.clone();
         }
-        let mut methods = self.by_name.get(name).into_iter().flatten();
-        let mut out: Option<dataflow::Fields> = None;
-        let all = methods.all(|&i| {
-            let f = &self.fns[i];
-            f.sig.receiver().is_some()
-                && dataflow::self_fields(f.block).is_some_and(|read| {
-                    out.get_or_insert_default().extend(read);
-                    true
-                })
-        });
-        let out = out.filter(|_| all);
+        let read = || {
+            let mut out = dataflow::Fields::new();
+            for &i in self.by_name.get(name)? {
+                let f = &self.fns[i];
+                f.sig.receiver()?;
+                out.extend(dataflow::self_fields(f.block)?);
+            }
+            Some(out)
+        };
+        let out = read();
         let cache = &mut self.self_reads.borrow_mut();
         cache.insert(name.to_string(), out.clone());
         out

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 use super::Text;
+use crate::extract::rust::collect::words;
 use crate::source::{FileId, LineIndex, Span};
 
 #[derive(Default)]
@@ -549,8 +550,7 @@ fn sleeps_until_stopped(word: &str, next: &[TokenTree]) -> bool {
         return false;
     };
     let text = args.stream().to_string();
-    let mut words = text.split(|c: char| !c.is_alphanumeric() && c != '_');
-    words.any(|w| w == "changed" || w == "cancelled")
+    words(&text, "changed") + words(&text, "cancelled") > 0
 }
 
 /// `text` may hold a call of [`waits`], [`sleeps_until_stopped`] or [`schedules`] (a byte
