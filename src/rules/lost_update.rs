@@ -85,7 +85,10 @@ fn write(
             };
             // Compare-and-swap: the write checks what was read; or a unique key refuses the
             // second run's copy of a value computed from it.
-            if compares(w.step, r.step, &keys) || claims_unique(cx, flow, r, w) {
+            if compares(w.step, r.step, &keys)
+                || leaves_state(w.step)
+                || claims_unique(cx, flow, r, w)
+            {
                 return None;
             }
             return Some(diagnostic(cx, unit, (r, w), set, strong, same_tx));
@@ -102,13 +105,14 @@ fn diagnostic(
     strong: bool,
     same_tx: bool,
 ) -> Diagnostic {
-    let line = cx.line(r.step.span);
+    let primary = set.span.unwrap_or(w.step.span);
+    let line = cx.place(r.step.span, primary);
     let col = &set.column;
     let mut message = if strong {
-        format!("`{col}` is read at line {line} and written back without a lock or version check")
+        format!("`{col}` is read at {line} and written back without a lock or version check")
     } else {
         format!(
-            "`{col}` is read at line {line} and overwritten with a value from outside SQL, without a lock or version check (the value's origin could not be followed)"
+            "`{col}` is read at {line} and overwritten with a value from outside SQL, without a lock or version check (the value's origin could not be followed)"
         )
     };
     if let Some(v) = w
@@ -142,7 +146,7 @@ fn diagnostic(
     } else {
         "lock the read (`SELECT ... FOR UPDATE`) in the same transaction as the `UPDATE`"
     };
-    let mut d = Diagnostic::new(&RULE, set.span.unwrap_or(w.step.span), message)
+    let mut d = Diagnostic::new(&RULE, primary, message)
         .note("overwritten here")
         .in_step(w.step)
         .label(r.step.span, "read here")
@@ -278,6 +282,82 @@ fn compares(w: &Step, r: &Step, keys: &[String]) -> bool {
             && from_outside(&p.value, w)
             && (is_version(&p.column) || r.facts.columns.iter().any(|c| *c == p.column || c == "*"))
     })
+}
+
+/// The `UPDATE` tests a state of the row that its own `SET` leaves (`WHERE activated_at IS
+/// NULL` with `SET activated_at = now()`, `WHERE status = 'trial'` with `SET status =
+/// 'active'`): a second run that read the row before the first committed re-checks its `WHERE`
+/// on the new version and matches nothing, so its value is never written.
+fn leaves_state(w: &Step) -> bool {
+    let f = &w.facts;
+    let set = |column: &str| f.sets.iter().find(|s| unqualified(&s.column) == column);
+    let by_test = f.extra().tests.iter().any(|t| {
+        null_test(t).is_some_and(|(column, null)| {
+            // Any value but NULL leaves `IS NULL` (a claim sets a worker, a time).
+            set(column).is_some_and(|s| null == (constant(&s.value, w).as_deref() != Some("null")))
+        })
+    });
+    by_test
+        || f.filters.iter().any(|p| {
+            set(unqualified(&p.column)).is_some_and(|s| {
+                matches!(
+                    (constant(&p.value, w), constant(&s.value, w)),
+                    (Some(a), Some(b)) if a != b
+                )
+            })
+        })
+}
+
+/// `c IS NULL` (true) or `c IS NOT NULL` (false), with its column unqualified.
+fn null_test(test: &str) -> Option<(&str, bool)> {
+    let (column, null) = match test.strip_suffix(" is null") {
+        Some(c) => (c, true),
+        None => (test.strip_suffix(" is not null")?, false),
+    };
+    let column = unqualified(column.trim());
+    column
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '_')
+        .then_some((column, null))
+}
+
+fn unqualified(column: &str) -> &str {
+    column.rsplit('.').next().unwrap_or(column)
+}
+
+/// A value that is the same in every run, normalised (quotes dropped, lower case): a literal
+/// (`'active'`, `false`, `NULL` as `null`), or a bound host constant (`Status::Active`,
+/// `"active"`, `None` as `null`); `None` for any other value.
+fn constant(o: &Operand, step: &Step) -> Option<String> {
+    let text = match o.params.as_slice() {
+        [] if o.idents.is_empty() => o.text.to_string(),
+        [p] if o.idents.is_empty() && o.text.trim() == format!("${p}") => {
+            let input = step.host().inputs.iter().find(|i| i.param == *p)?;
+            if !input.from.is_empty() {
+                return None;
+            }
+            input.text.clone()
+        }
+        _ => return None,
+    };
+    let text = text.trim();
+    let quoted = |q: char| text.len() >= 2 && text.starts_with(q) && text.ends_with(q);
+    if quoted('\'') || quoted('"') {
+        return Some(text[1..text.len() - 1].to_string());
+    }
+    let lower = text.to_ascii_lowercase();
+    if text == "None" {
+        return Some("null".into());
+    }
+    // An enum variant or a constant by its path.
+    let variant = text.contains("::")
+        && text
+            .rsplit("::")
+            .next()
+            .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()));
+    let literal =
+        matches!(lower.as_str(), "true" | "false" | "null") || lower.parse::<f64>().is_ok();
+    (variant || literal).then_some(lower)
 }
 
 fn is_version(column: &str) -> bool {
