@@ -4,6 +4,7 @@
 use crate::diagnostic::Diagnostic;
 use crate::model::{Program, Step};
 use crate::registry::Rule;
+use crate::source::Span;
 
 pub mod analysis_limit;
 pub mod check_then_act;
@@ -135,11 +136,7 @@ fn at_the_call(
 ) -> Diagnostic {
     let calls = &step.host().calls;
     let theirs = &other.host().calls;
-    let shared = calls
-        .iter()
-        .zip(theirs.iter())
-        .take_while(|(a, b)| a == b)
-        .count();
+    let shared = shared_calls(step, other);
     match calls.get(shared) {
         Some(&call) => {
             let inner = d.span;
@@ -153,4 +150,21 @@ fn at_the_call(
         }
         None => d.in_step(step),
     }
+}
+
+/// Where [`at_the_call`] puts a finding about `step` (or `at`, where it is in `step`'s own
+/// function): for the places its message names relative to it.
+fn composed_place(step: &Step, other: &Step, at: Span) -> Span {
+    let shared = shared_calls(step, other);
+    step.host().calls.get(shared).copied().unwrap_or(at)
+}
+
+/// How many calls, from the unit's own, `step` and `other` are reached through in common.
+fn shared_calls(step: &Step, other: &Step) -> usize {
+    step.host()
+        .calls
+        .iter()
+        .zip(other.host().calls.iter())
+        .take_while(|(a, b)| a == b)
+        .count()
 }

@@ -141,9 +141,9 @@ fn check_then_insert(
             &RULE,
             w.step.facts.writes[0].span,
             format!(
-                "`{}` at line {} locks only rows that exist: when none matches, two transactions both find nothing and both insert into `{table}`{settle}",
+                "`{}` at {} locks only rows that exist: when none matches, two transactions both find nothing and both insert into `{table}`{settle}",
                 lock.clause,
-                cx.line(l.step.span)
+                cx.place(l.step.span, w.step.facts.writes[0].span)
             ),
         )
         .note("inserted without a lock on the key")
@@ -196,9 +196,9 @@ fn check_then_overwrite(
             &RULE,
             w.step.facts.writes[0].span,
             format!(
-                "`{}` at line {} locks only rows that exist: when none matches, two transactions both pass the check, and the second one's upsert overwrites the `{column}` of the `{table}` row the first inserted instead of seeing it",
+                "`{}` at {} locks only rows that exist: when none matches, two transactions both pass the check, and the second one's upsert overwrites the `{column}` of the `{table}` row the first inserted instead of seeing it",
                 lock.clause,
-                cx.line(l.step.span)
+                cx.place(l.step.span, w.step.facts.writes[0].span)
             ),
         )
         .note("overwritten on a conflict, unchecked")
@@ -272,9 +272,9 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
         &RULE,
         w.step.facts.writes[0].span,
         format!(
-            "the `{}` on `{parent}` at line {} does not lock its `{child}` rows{fk}: writers of `{child}` do not take it, so rows matching `{}` can change between statements",
+            "the `{}` on `{parent}` at {} does not lock its `{child}` rows{fk}: writers of `{child}` do not take it, so rows matching `{}` can change between statements",
             lock.clause,
-            cx.line(l.step.span),
+            cx.place(l.step.span, w.step.facts.writes[0].span),
             state.join(" AND ")
         ),
     )
@@ -408,10 +408,10 @@ fn set_invariant(
             &RULE,
             agg.step.span,
             format!(
-                "this `{}` over `{set}` relies on the `{}` at line {}, which locks one row, not the set: concurrent writers change `{set}` and both invariants pass",
+                "this `{}` over `{set}` relies on the `{}` at {}, which locks one row, not the set: concurrent writers change `{set}` and both invariants pass",
                 agg.step.facts.extra().aggregates.join(", "),
                 lock.clause,
-                cx.line(l.step.span)
+                cx.place(l.step.span, agg.step.span)
             ),
         )
         .note("the set is read without a lock")

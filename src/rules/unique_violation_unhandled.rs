@@ -47,8 +47,8 @@ pub(super) fn decided(
     let why = unhandled(unit, insert)?;
     let table = &insert.facts.writes.first()?.name;
     let message = format!(
-        "two runs can both decide on the {decision} at line {} and both insert; `{table}`'s unique key ({}) makes the second fail with a unique violation (23505), and {why}",
-        cx.line(read.span),
+        "two runs can both decide on the {decision} at {} and both insert; `{table}`'s unique key ({}) makes the second fail with a unique violation (23505), and {why}",
+        cx.place(read.span, insert.facts.writes[0].span),
         key.join(", "),
     );
     let mut d = Diagnostic::new(&RULE, insert.facts.writes[0].span, message)

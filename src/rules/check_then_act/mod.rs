@@ -427,7 +427,13 @@ fn race(
     }: Race,
 ) -> Diagnostic {
     let wf = &w.step.facts;
-    let place = cx.place(r.step.span, w.step.span);
+    let fired = r.step.run_by(w.step);
+    // Where the finding will be: the write, or the call that sends it (see below).
+    let at = match w.step.host().via {
+        Some(_) if !fired => super::composed_place(w.step, r.step, wf.writes[0].span),
+        _ => w.step.span,
+    };
+    let place = cx.place(r.step.span, at);
     let decision = match status {
         Some(t) => format!("`{}` read", t.column),
         None => what(r.step),
@@ -435,7 +441,6 @@ fn race(
     // The decision is made by a trigger (or routine) the write runs: every statement that
     // fires it acts on it, and the fix goes where it is read. One finding there, each firing
     // statement a label.
-    let fired = r.step.run_by(w.step);
     let mut message = format!(
         "this write depends on the {decision} at {place} ({how}), but nothing stops another transaction from changing its answer in between"
     );

@@ -57,9 +57,9 @@ pub(super) fn replace_under_partial_lock(cx: &super::Context, tx: &Transaction) 
                 &RULE,
                 table.span,
                 format!(
-                    "the rows this `DELETE` replaces are picked by `{}`, but the advisory lock at line {} is keyed by `{}` alone: two runs with different keys and the same {} take different locks, neither deletes the row the other inserts, and both insert",
+                    "the rows this `DELETE` replaces are picked by `{}`, but the advisory lock at {} is keyed by `{}` alone: two runs with different keys and the same {} take different locks, neither deletes the row the other inserts, and both insert",
                     condition.text,
-                    cx.line(lock.span),
+                    cx.place(lock.span, table.span),
                     lock.key,
                     loose.join(" or ")
                 ),
@@ -122,9 +122,9 @@ pub(super) fn replace_unlocked(cx: &super::Context, tx: &Transaction) -> Vec<Dia
                 &RULE,
                 table.span,
                 format!(
-                    "this `DELETE` clears a range of `{}` and the `INSERT` at line {} fills it again, with nothing locked first: a concurrent run's `DELETE` does not see the rows this one inserts (not committed yet) and waits for none of them, so both insert",
+                    "this `DELETE` clears a range of `{}` and the `INSERT` at {} fills it again, with nothing locked first: a concurrent run's `DELETE` does not see the rows this one inserts (not committed yet) and waits for none of them, so both insert",
                     column,
-                    cx.line(insert.span),
+                    cx.place(insert.span, table.span),
                 ),
             )
             .note("a range replaced without a lock")

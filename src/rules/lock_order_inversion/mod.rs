@@ -310,7 +310,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
             );
             let i = ac.iter().zip(bc).take_while(|(x, y)| x == y).count();
             let (first, second) = (ac.get(i).copied(), bc.get(i).copied());
-            let line = cx.line(first.unwrap_or(a.span));
+            let line = cx.place(first.unwrap_or(a.span), second.unwrap_or(b.span));
             let table = g.resources[b.resource].label();
             let show = |k: &[KeyPart]| {
                 k.iter()
@@ -323,7 +323,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
                 &RULE,
                 second.unwrap_or(b.span),
                 format!(
-                    "{table} row `{}` is locked after row `{}` (line {line}): the same code run with the two swapped locks them in the other order (deadlock)",
+                    "{table} row `{}` is locked after row `{}` ({line}): the same code run with the two swapped locks them in the other order (deadlock)",
                     show(b_key),
                     show(a_key)
                 ),
