@@ -235,6 +235,63 @@ pub fn value_key(o: &Operand, step: &Step) -> String {
     o.text.to_ascii_lowercase().to_string()
 }
 
+/// A value that is the same in every run, normalised (quotes and casts dropped, lower case): a
+/// literal (`'active'`, `'Other'::platform`, `false`, `NULL` as `null`), or a bound host constant
+/// (`Status::Active`, `"active"`, `None` as `null`); `None` for any other value.
+pub fn constant(o: &Operand, step: &Step) -> Option<String> {
+    let text = match o.params.as_slice() {
+        [] if o.idents.is_empty() => o.text.to_string(),
+        [p] if o.idents.is_empty() && o.text.trim() == format!("${p}") => {
+            let input = step.host().inputs.iter().find(|i| i.param == *p)?;
+            if !input.from.is_empty() {
+                return None;
+            }
+            input.text.clone()
+        }
+        _ => return None,
+    };
+    let mut text = text.trim();
+    // `'Other'::location_platform`: the literal, without its cast.
+    if let Some((lit, ty)) = text.rsplit_once("'::")
+        && text.starts_with('\'')
+        && !ty.contains('\'')
+    {
+        text = &text[..lit.len() + 1];
+    }
+    let quoted = |q: char| text.len() >= 2 && text.starts_with(q) && text.ends_with(q);
+    if quoted('\'') || quoted('"') {
+        return Some(text[1..text.len() - 1].to_string());
+    }
+    let lower = text.to_ascii_lowercase();
+    if text == "None" {
+        return Some("null".into());
+    }
+    // An enum variant or a constant by its path.
+    let variant = text.contains("::")
+        && text
+            .rsplit("::")
+            .next()
+            .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()));
+    let literal =
+        matches!(lower.as_str(), "true" | "false" | "null") || lower.parse::<f64>().is_ok();
+    (variant || literal).then_some(lower)
+}
+
+/// Whether two [`constant`]s name the same value, when one is a Rust enum variant and the other
+/// the SQL label it is stored as (`LocationPlatform::Thoth` and `'Thoth'`, `ProjectMuse` and
+/// `'project_muse'`): compared by letters and digits, case aside (a test of a partial index is
+/// kept in lower case).
+pub fn same_constant(a: &str, b: &str) -> bool {
+    let label = |v: &str| -> String {
+        let v = v.rsplit("::").next().unwrap_or(v);
+        v.chars()
+            .filter(|c| c.is_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    label(a) == label(b)
+}
+
 /// What the parameter `$p` of `step` is, comparable across statements: the host expression
 /// bound to it, or `$p` itself.
 pub fn param_key(p: usize, step: &Step) -> String {

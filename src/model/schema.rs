@@ -328,13 +328,15 @@ impl Schema {
     /// such a row (`WHERE deleted_at IS NULL` when `deleted_at` is not among them); a partial key
     /// the row falls outside of settles nothing for it. A partial key on another predicate
     /// settles it when the check made every test of that predicate (`.. AND is_verified IS
-    /// TRUE` against `WHERE is_verified IS TRUE`): the rows the check looks for are the index's.
+    /// TRUE` against `WHERE is_verified IS TRUE`): the rows the check looks for are the index's;
+    /// also a test the row written passes for certain (`passes`: a constant it writes).
     pub fn unique_within_row<C: AsRef<str>, T: AsRef<str>>(
         &self,
         table: &str,
         columns: &[C],
         set: &[&str],
         tests: &[T],
+        passes: &dyn Fn(&str) -> bool,
     ) -> Option<Vec<String>> {
         self.unique_within(table, columns).or_else(|| {
             let t = self.get(table)?;
@@ -344,7 +346,9 @@ impl Schema {
             let tested = || {
                 t.predicated.iter().find(|(key, wants)| {
                     within(key, columns)
-                        && wants.iter().all(|w| tests.iter().any(|t| t.as_ref() == w))
+                        && wants
+                            .iter()
+                            .all(|w| tests.iter().any(|t| t.as_ref() == w) || passes(w))
                 })
             };
             nulls.or_else(tested).map(|(key, _)| key.clone())

@@ -4,7 +4,7 @@
 use super::Context;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use crate::diagnostic::Diagnostic;
-use crate::model::flow::{At, Flow, field_of_read, is_var, value_key};
+use crate::model::flow::{At, Flow, constant, field_of_read, is_var, same_constant, value_key};
 use crate::model::*;
 use crate::source::Span;
 
@@ -302,7 +302,7 @@ fn leaves_state(w: &Step) -> bool {
             set(unqualified(&p.column)).is_some_and(|s| {
                 matches!(
                     (constant(&p.value, w), constant(&s.value, w)),
-                    (Some(a), Some(b)) if a != b
+                    (Some(a), Some(b)) if !same_constant(&a, &b)
                 )
             })
         })
@@ -323,41 +323,6 @@ fn null_test(test: &str) -> Option<(&str, bool)> {
 
 fn unqualified(column: &str) -> &str {
     column.rsplit('.').next().unwrap_or(column)
-}
-
-/// A value that is the same in every run, normalised (quotes dropped, lower case): a literal
-/// (`'active'`, `false`, `NULL` as `null`), or a bound host constant (`Status::Active`,
-/// `"active"`, `None` as `null`); `None` for any other value.
-fn constant(o: &Operand, step: &Step) -> Option<String> {
-    let text = match o.params.as_slice() {
-        [] if o.idents.is_empty() => o.text.to_string(),
-        [p] if o.idents.is_empty() && o.text.trim() == format!("${p}") => {
-            let input = step.host().inputs.iter().find(|i| i.param == *p)?;
-            if !input.from.is_empty() {
-                return None;
-            }
-            input.text.clone()
-        }
-        _ => return None,
-    };
-    let text = text.trim();
-    let quoted = |q: char| text.len() >= 2 && text.starts_with(q) && text.ends_with(q);
-    if quoted('\'') || quoted('"') {
-        return Some(text[1..text.len() - 1].to_string());
-    }
-    let lower = text.to_ascii_lowercase();
-    if text == "None" {
-        return Some("null".into());
-    }
-    // An enum variant or a constant by its path.
-    let variant = text.contains("::")
-        && text
-            .rsplit("::")
-            .next()
-            .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()));
-    let literal =
-        matches!(lower.as_str(), "true" | "false" | "null") || lower.parse::<f64>().is_ok();
-    (variant || literal).then_some(lower)
 }
 
 fn is_version(column: &str) -> bool {

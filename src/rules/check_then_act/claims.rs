@@ -87,7 +87,9 @@ pub(super) fn insert_unless_exists(
         return None;
     }
     let absent: Vec<&str> = e.absent.iter().map(|(c, _)| c.as_str()).collect();
-    let key = schema.unique_within_row(&table.name, &absent, &given(step), &[] as &[&str]);
+    let key = schema.unique_within_row(&table.name, &absent, &given(step), &[] as &[&str], &|_| {
+        false
+    });
     if let Some(key) = key {
         return refused::one_statement(unit, step, &key).map(Outcome::Refused);
     }
@@ -135,7 +137,9 @@ pub(super) fn conflict_key_misses_check(cx: &Context, step: &Step) -> Option<Dia
         true => {
             !schema.declares(&table.name)
                 || schema
-                    .unique_within_row(&table.name, &checked, &given(step), &[] as &[&str])
+                    .unique_within_row(&table.name, &checked, &given(step), &[] as &[&str], &|_| {
+                        false
+                    })
                     .is_some()
         }
         false => e.conflict_on.iter().all(|c| checked.contains(&c.as_str())),

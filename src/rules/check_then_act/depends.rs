@@ -185,6 +185,44 @@ pub(super) fn given(w: &Step) -> Vec<&str> {
         .collect()
 }
 
+/// A partial index's test (printed, lower case) that every row `w` writes passes, for the
+/// constant it gives the column: `not (platform = 'other')` or `platform <> 'other'` when it
+/// writes `Platform::Thoth`, `platform = 'thoth'` when it writes that.
+pub(super) fn passes(test: &str, w: &Step) -> bool {
+    let test = test.trim();
+    let (cmp, negated) = match test.strip_prefix("not (").and_then(|t| t.strip_suffix(')')) {
+        Some(inner) => (inner, true),
+        None => (test, false),
+    };
+    let (column, value, equal) = match (cmp.split_once(" <> "), cmp.split_once(" = ")) {
+        (Some((c, v)), _) => (c, v, false),
+        (None, Some((c, v))) => (c, v, true),
+        _ => return false,
+    };
+    let column = column.rsplit('.').next().unwrap_or(column);
+    let value = Operand {
+        text: value.trim().into(),
+        ..Operand::default()
+    };
+    let f = &w.facts;
+    let written = f
+        .inserts
+        .iter()
+        .find(|(c, _)| c.as_str() == column)
+        .map(|(_, o)| o)
+        .or_else(|| {
+            f.sets
+                .iter()
+                .find(|s| s.column.as_str() == column)
+                .map(|s| &s.value)
+        })
+        .and_then(|o| constant(o, w));
+    let (Some(wanted), Some(written)) = (constant(&value, w), written) else {
+        return false;
+    };
+    wanted != "null" && written != "null" && same_constant(&wanted, &written) == (equal != negated)
+}
+
 /// An existence check followed by an `UPDATE`/`DELETE` whose `WHERE` repeats every condition the
 /// check tested: the write re-evaluates the predicate on the rows it touches (under READ
 /// COMMITTED, against the latest version), so a stale answer makes it touch nothing rather than

@@ -14,8 +14,8 @@ mod replace;
 use super::{Context, at_the_call};
 use crate::diagnostic::Diagnostic;
 use crate::model::flow::{
-    At, Flow, advisory_locks_before, from_held_rows, is_var, one_row_lock_before, param_key,
-    value_key,
+    At, Flow, advisory_locks_before, constant, from_held_rows, is_var, one_row_lock_before,
+    param_key, same_constant, value_key,
 };
 use crate::model::*;
 
@@ -381,6 +381,8 @@ fn settled_by_key(
                 .iter()
                 .any(|p| p.column == **c && value_key(&p.value, r.step) == value_key(o, w.step))
                 || flow.flows_from(o, r.step, wi)
+                // The same in every run (`kind = 'invite'`, `Platform::Thoth`).
+                || constant(o, w.step).is_some_and(|v| v != "null")
         })
         .map(|(c, _)| c.as_str())
         .collect();
@@ -389,6 +391,7 @@ fn settled_by_key(
         &decided,
         &given(w.step),
         &rf.extra().tests,
+        &|test| passes(test, w.step),
     )?;
     Some(match wf.kind {
         // The code answers "it exists" with an error already: the loser's unique violation is
