@@ -376,7 +376,23 @@ impl<'a> Index<'a> {
             q == "Self" || q.starts_with(|c: char| c.is_ascii_uppercase())
         };
         if by_type {
-            return self.function(name, file);
+            // `Type::f`: of several functions named `f`, those of `impl Type` (a `Row::insert`
+            // is not the repository's `insert` of another type).
+            let owner = &path[path.len() - 2];
+            let owned: Vec<usize> = self
+                .by_name
+                .get(name)?
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let of = self.fns[i].owner.and_then(types::type_name);
+                    of.as_deref() == Some(owner.as_str())
+                })
+                .collect();
+            return match owned.is_empty() {
+                true => self.function(name, file),
+                false => self.choose(&owned, file),
+            };
         }
         let free: Vec<usize> = self
             .by_name
