@@ -195,6 +195,28 @@ impl Unit {
         });
         let choice = |arm: usize| of.get(arm).copied().unwrap_or(u32::MAX);
         choice(a[i]) != u32::MAX && choice(a[i]) == choice(b[i])
+            || self.contradict(&a[i..], &b[i..])
+    }
+
+    /// Arms of the two paths need opposite values of one boolean bound once (see
+    /// [`Unit::requires`]).
+    fn contradict(&self, a: &[usize], b: &[usize]) -> bool {
+        if self.requires.is_empty() {
+            return false;
+        }
+        let needs = |path: &[usize]| -> Vec<&(Name, bool)> {
+            path.iter()
+                .filter_map(|arm| {
+                    let i = self.requires.binary_search_by_key(arm, |(a, _)| *a).ok()?;
+                    Some(&self.requires[i].1)
+                })
+                .flatten()
+                .collect()
+        };
+        let theirs = needs(b);
+        needs(a)
+            .iter()
+            .any(|(x, v)| theirs.iter().any(|(y, w)| x == y && v != w))
     }
 
     /// `a` and a later `b` never both run in one execution: `a`'s branch arm leaves the unit

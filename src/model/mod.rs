@@ -107,6 +107,10 @@ pub struct Unit {
     /// Groups of branch arms of which one run takes at most one: the arms of one `if`/`else`,
     /// `match`, PL/pgSQL `IF`/`ELSIF`/`ELSE` or `CASE`.
     pub choices: Vec<Vec<usize>>,
+    /// Arms taken only when booleans bound once have these values (`if prorate` where `let
+    /// prorate = !trial && ..`: `trial` false), by binding (`trial#3`), in arm order. Two arms
+    /// that need opposite values of one never both run (see [`Unit::exclusive`]).
+    pub requires: Vec<(usize, Vec<(Name, bool)>)>,
     /// The choice each arm is in, indexed by arm: built from `choices` on the first
     /// [`Unit::exclusive`] question, once the unit is complete (rules only read units).
     choice_of: std::sync::OnceLock<Vec<u32>>,
@@ -163,6 +167,7 @@ impl Unit {
             handlers: Vec::new(),
             loop_arms: Vec::new(),
             choices: Vec::new(),
+            requires: Vec::new(),
             choice_of: std::sync::OnceLock::new(),
             event_arms: Vec::new(),
             change_arms: Vec::new(),

@@ -200,6 +200,8 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let (Some(p), E::Let(l)) = (pat, &*i.cond) {
             self.derive_loop_vars(p, &l.expr);
         }
+        let frame = self.frame();
+        self.truths.pending = Some(self.truths.holds(&frame, &i.cond, true));
         let then = self.in_arm(Some(c), &from, on("Err"), |w| {
             if let Some(p) = pat {
                 w.bind(p, data.clone());
@@ -210,6 +212,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         let Some((_, other)) = &i.else_branch else {
             return Value::None;
         };
+        self.truths.pending = Some(self.truths.holds(&frame, &i.cond, false));
         let other = self.in_arm(Some(c), &from, on("Ok"), |w| {
             let v = w.expr(other);
             w.or_data(v, other)

@@ -37,6 +37,7 @@ mod returns;
 mod seaorm;
 mod syntax;
 mod text;
+mod truths;
 mod types;
 mod value;
 mod walk;
@@ -181,6 +182,8 @@ struct Walker<'a, 'w> {
     /// The loops whose bodies are being walked (indices into `loops`), outermost first.
     open_loops: Vec<usize>,
     choices: Vec<Vec<usize>>,
+    /// Booleans bound once, and what each arm needs of them (see [`truths`]).
+    truths: truths::Truths,
     /// Collections sorted in place so far (`ids.sort()`).
     sorted: HashSet<String>,
     /// Names whose iteration order is a hash's, differing between processes: a `HashMap`,

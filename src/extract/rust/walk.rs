@@ -39,6 +39,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             loops: Vec::new(),
             open_loops: Vec::new(),
             choices: Vec::new(),
+            truths: Default::default(),
             sorted: HashSet::new(),
             hashed: HashSet::new(),
             hash_loops: 0,
@@ -145,6 +146,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         unit.loops = self.loops;
         unit.sessions = self.sessions;
         unit.choices = self.choices;
+        unit.requires = self.truths.requires();
         unit.test = f.test;
         unit
     }
@@ -431,6 +433,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     }
                     None => Value::None,
                 };
+                self.note_truth(&local.pat, local.init.as_ref().map(|i| &*i.expr));
                 self.bind(&local.pat, value);
             }
             syn::Stmt::Expr(e, _) => {
@@ -513,6 +516,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(c) = choice {
             self.choices[c].push(arm);
         }
+        self.truths.arm(arm);
         // An `Option` tells whether a row was found only of rows fetched as one or none.
         let on = match on {
             On::Presence if !from.iter().all(|s| self.optional.contains(&s)) => On::Value,
@@ -527,6 +531,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             });
         }
         let outer = self.vars.clone();
+        let bound = self.truths.save();
         let exits = self.exits.len();
         let marks: Vec<_> = self.walkers.iter().map(SessionWalker::mark).collect();
         let r = f(self);
@@ -558,6 +563,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             })
             .collect();
         self.vars = outer;
+        self.truths.restore(bound);
         self.branch.pop();
         r
     }
