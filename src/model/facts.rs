@@ -451,3 +451,9 @@ impl Facts {
         advisory.chain(rows).chain(table)
     }
 }
+
+/// The last part of a dotted name: `public.f` and `f` are one routine (txlint does not follow
+/// `search_path`), `t.col` and `col` one column.
+pub fn unqualified(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}

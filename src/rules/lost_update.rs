@@ -321,10 +321,6 @@ fn null_test(test: &str) -> Option<(&str, bool)> {
         .then_some((column, null))
 }
 
-fn unqualified(column: &str) -> &str {
-    column.rsplit('.').next().unwrap_or(column)
-}
-
 fn is_version(column: &str) -> bool {
     column == "version" || column.ends_with("_version") || column == "revision"
 }

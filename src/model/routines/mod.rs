@@ -413,11 +413,6 @@ fn acts(step: &Step) -> bool {
         || !e.assigns.is_empty()
 }
 
-/// `public.f` and `f` are one routine (txlint does not follow `search_path`).
-fn unqualified(name: &str) -> &str {
-    name.rsplit('.').next().unwrap_or(name)
-}
-
 /// Put what runs around each planned statement before and after it, add the refusals of its
 /// `BEFORE` triggers as exits between the two (each in an arm of its own, taken on the copied
 /// reads), and renumber the unit's program order around them.

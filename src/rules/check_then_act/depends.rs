@@ -175,14 +175,18 @@ pub(super) fn fails_when_found(unit: &Unit, taken: &Taken, r: &Step, w: &Step) -
 /// The columns a write gives a value that is not a literal NULL (the inserted row's, or those
 /// an `UPDATE` sets): what decides whether a partial unique key covers the row.
 pub(super) fn given(w: &Step) -> Vec<&str> {
-    let f = &w.facts;
-    let inserts = f.inserts.iter().map(|(c, o)| (c.as_str(), o));
-    let sets = f.sets.iter().map(|s| (s.column.as_str(), &s.value));
-    inserts
-        .chain(sets)
+    written(w)
         .filter(|(_, o)| !o.text.eq_ignore_ascii_case("null"))
         .map(|(c, _)| c)
         .collect()
+}
+
+/// The columns a write gives a value, with the value: the inserted row's, then those an
+/// `UPDATE` sets.
+fn written(w: &Step) -> impl Iterator<Item = (&str, &Operand)> {
+    let f = &w.facts;
+    let inserts = f.inserts.iter().map(|(c, o)| (c.as_str(), o));
+    inserts.chain(f.sets.iter().map(|s| (s.column.as_str(), &s.value)))
 }
 
 /// A partial index's test (printed, lower case) that every row `w` writes passes, for the
@@ -199,24 +203,14 @@ pub(super) fn passes(test: &str, w: &Step) -> bool {
         (None, Some((c, v))) => (c, v, true),
         _ => return false,
     };
-    let column = column.rsplit('.').next().unwrap_or(column);
+    let column = unqualified(column);
     let value = Operand {
         text: value.trim().into(),
         ..Operand::default()
     };
-    let f = &w.facts;
-    let written = f
-        .inserts
-        .iter()
-        .find(|(c, _)| c.as_str() == column)
-        .map(|(_, o)| o)
-        .or_else(|| {
-            f.sets
-                .iter()
-                .find(|s| s.column.as_str() == column)
-                .map(|s| &s.value)
-        })
-        .and_then(|o| constant(o, w));
+    let written = written(w)
+        .find(|(c, _)| *c == column)
+        .and_then(|(_, o)| constant(o, w));
     let (Some(wanted), Some(written)) = (constant(&value, w), written) else {
         return false;
     };

@@ -308,7 +308,7 @@ fn self_inversion(cx: &Context, g: &LockGraph, t: &lockgraph::TxLocks, out: &mut
                 a.step.host().calls.as_slice(),
                 b.step.host().calls.as_slice(),
             );
-            let i = ac.iter().zip(bc).take_while(|(x, y)| x == y).count();
+            let i = super::shared_calls(a.step, b.step);
             let (first, second) = (ac.get(i).copied(), bc.get(i).copied());
             let line = cx.place(first.unwrap_or(a.span), second.unwrap_or(b.span));
             let table = g.resources[b.resource].label();
