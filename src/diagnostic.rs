@@ -29,6 +29,53 @@ pub struct Diagnostic {
     /// Call sites through which the code of `span` was reached (a helper walked in place from
     /// a caller), outermost first.
     pub calls: Vec<Span>,
+    /// The race's statements, set by the rule that reports it: what `txlint witness` replays.
+    pub subject: Option<Subject>,
+}
+
+/// What a finding is about: which race, on which statements of the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subject {
+    pub race: Race,
+    /// The statements, in the order the race names them (see [`Race`]).
+    pub steps: Vec<StepRef>,
+}
+
+/// The schedules of two sessions that show a race, as far as a witness can replay them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Race {
+    /// A transaction-scoped lock that ends with its own statement: `[the statement]`.
+    LockEndsWithStatement,
+    /// A session advisory lock left on a pooled connection: `[the statement that takes it]`.
+    SessionLockOnPool,
+    /// Two transactions that lock two things in opposite orders: `[first, then]` of the one
+    /// reported, then `[first, then]` of the other.
+    Deadlock,
+    /// A value read and written back: `[read, write]`.
+    LostUpdate,
+    /// A check and the write it allows (a routine's: two calls of it): `[check, write]`.
+    CheckThenWrite,
+    /// `FOR UPDATE` where no row exists yet, and the insert after it: `[lock, insert]`.
+    InsertAfterEmptyLock,
+    /// Two runs insert the key a check found free; a unique key fails the second:
+    /// `[check, insert]`.
+    UniqueViolation,
+}
+
+/// One statement of the model: the unit that runs it (by its span) and its place there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepRef {
+    pub unit: Span,
+    pub seq: usize,
+}
+
+impl StepRef {
+    pub fn of(unit: &crate::model::Unit, step: &crate::model::Step) -> Self {
+        StepRef {
+            unit: unit.span,
+            seq: step.seq,
+        }
+    }
 }
 
 impl Diagnostic {
@@ -43,6 +90,7 @@ impl Diagnostic {
             help: None,
             statement: None,
             calls: Vec::new(),
+            subject: None,
         }
     }
 
@@ -73,6 +121,19 @@ impl Diagnostic {
     pub fn in_step(mut self, step: &crate::model::Step) -> Self {
         self.statement = Some(step.span);
         self.calls = step.host().calls.to_vec();
+        self
+    }
+
+    /// The race this finding shows, on these statements (in the order [`Race`] names them).
+    pub fn about(
+        mut self,
+        race: Race,
+        steps: &[(&crate::model::Unit, &crate::model::Step)],
+    ) -> Self {
+        self.subject = Some(Subject {
+            race,
+            steps: steps.iter().map(|(u, s)| StepRef::of(u, s)).collect(),
+        });
         self
     }
 }
@@ -151,6 +212,7 @@ mod tests {
             help: None,
             statement: None,
             calls: call.map(|c| Span::new(1, c..c + 1)).into_iter().collect(),
+            subject: None,
         }
     }
 

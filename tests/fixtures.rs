@@ -216,6 +216,45 @@ fn no_stale_snapshots() -> Result<(), String> {
     Ok(())
 }
 
+/// A witness replays the statements its finding names as the race's subject (a routine's by
+/// calling it; a session lock is shown by calls of its own).
+fn replays_its_subject(
+    program: &txlint::model::Program,
+    d: &txlint::diagnostic::Diagnostic,
+    w: &txlint::witness::Witness,
+) {
+    use txlint::diagnostic::Race;
+    let subject = d
+        .subject
+        .as_ref()
+        .expect("a witnessed finding has a subject");
+    if subject.race == Race::SessionLockOnPool {
+        return;
+    }
+    for r in &subject.steps {
+        let unit = program.units.iter().find(|u| u.span == r.unit).unwrap();
+        let step = unit
+            .transactions
+            .iter()
+            .flat_map(|t| &t.steps)
+            .find(|s| s.seq == r.seq)
+            .unwrap();
+        // A routine's statements are replayed by calling it.
+        if let (Some(name), txlint::model::UnitKind::Routine) = (unit.name.as_deref(), unit.kind) {
+            let name = name.rsplit('.').next().unwrap();
+            assert!(w.steps.iter().any(|s| s.sql.contains(name)), "{w:#?}");
+            continue;
+        }
+        let text = &program.files[step.span.file].text()[step.span.start()..step.span.end()];
+        let head = text.lines().next().unwrap().trim().trim_end_matches(';');
+        assert!(
+            w.steps.iter().any(|s| s.sql.contains(head)),
+            "{}: `{head}` is not replayed: {w:#?}",
+            w.at
+        );
+    }
+}
+
 /// Every finding of every fixture gets a witness or says what is missing, without a panic;
 /// each witness has steps on two sessions and what to look for (`tests/truth` runs them).
 fn every_finding_has_a_witness_or_a_reason() {
@@ -245,6 +284,7 @@ fn every_finding_has_a_witness_or_a_reason() {
                         w.steps.iter().map(|s| s.session).collect();
                     assert!(sessions.len() >= 2, "{}: {w:#?}", w.at);
                     assert!(!w.look_for.is_empty(), "{}", w.at);
+                    replays_its_subject(&run.program, d, &w);
                 }
                 Err(why) => {
                     missing += 1;

@@ -89,6 +89,13 @@ impl LockGraph<'_> {
     pub fn requested(&self, e: &Edge) -> Span {
         self.txs[e.tx].acquisitions[e.requested as usize].span
     }
+
+    /// The statements of the edge's two acquisitions, with their unit: `from`'s, then `to`'s.
+    pub fn steps(&self, e: &Edge) -> [(&Unit, &Step); 2] {
+        let t = &self.txs[e.tx];
+        let at = |i: u32| (t.unit, t.acquisitions[i as usize].step);
+        [at(e.held), at(e.requested)]
+    }
 }
 
 /// Distinct resources one transaction can hold in the graph.

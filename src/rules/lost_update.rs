@@ -3,7 +3,7 @@
 
 use super::Context;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race};
 use crate::model::flow::{At, Flow, constant, field_of_read, is_var, same_constant, value_key};
 use crate::model::*;
 use crate::source::Span;
@@ -149,6 +149,7 @@ fn diagnostic(
     let mut d = Diagnostic::new(&RULE, primary, message)
         .note("overwritten here")
         .in_step(w.step)
+        .about(Race::LostUpdate, &[(unit, r.step), (unit, w.step)])
         .label(r.step.span, "read here")
         .help(format!(
             "make the update relative (`SET {col} = {col} + $delta`), {lock_fix}, or compare what was read (`WHERE ... AND {col} = $old`, or a version column) and check the affected row count"

@@ -3,7 +3,7 @@
 //! row.
 
 use super::Context;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race};
 use crate::model::flow::{At, Flow, advisory_locks_before, value_key};
 use crate::model::*;
 
@@ -148,6 +148,7 @@ fn check_then_insert(
         )
         .note("inserted without a lock on the key")
         .in_step(w.step)
+        .about(Race::InsertAfterEmptyLock, &[(unit, l.step), (unit, w.step)])
         .label(lock.span, "locks the matching rows only")
         .help("insert with `INSERT ... ON CONFLICT` on a unique key, or take `pg_advisory_xact_lock` on the key before the check (at READ COMMITTED)"),
     )

@@ -2,7 +2,7 @@
 //! sessions, or that goes back to the pool still held.
 
 use super::{Context, at_the_call};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race};
 use crate::model::*;
 use crate::registry::PoolMode;
 use crate::source::Span;
@@ -29,8 +29,11 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                 .filter(|a| a.takes_session_lock())
             {
                 let call = format!("{}({})", lock.function, lock.key);
-                let base =
-                    |message: String| Diagnostic::new(&RULE, lock.span, message).in_step(step);
+                let base = |message: String| {
+                    Diagnostic::new(&RULE, lock.span, message)
+                        .in_step(step)
+                        .about(Race::SessionLockOnPool, &[(unit, step)])
+                };
                 if transaction_pooling {
                     out.push(
                         base(format!("`{call}` is a session lock, but with transaction pooling (`pool_mode = \"transaction\"`) the server session can change after every transaction"))

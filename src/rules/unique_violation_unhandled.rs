@@ -6,7 +6,7 @@
 //! refuses the duplicate, and this one reports what the loser gets.
 
 use super::Context;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race};
 use crate::model::*;
 
 pub use crate::registry::UNIQUE_VIOLATION_UNHANDLED as RULE;
@@ -54,6 +54,7 @@ pub(super) fn decided(
     let mut d = Diagnostic::new(&RULE, insert.facts.writes[0].span, message)
         .note("inserts the decided key")
         .in_step(insert)
+        .about(Race::UniqueViolation, &[(unit, read), (unit, insert)])
         .label(read.span, "decided here");
     // The insert is in a helper: the call that passes its error on is where it is handled.
     if let Some(&call) = insert.host().calls.first() {
@@ -75,6 +76,7 @@ pub(super) fn one_statement(unit: &Unit, step: &Step, key: &[String]) -> Option<
         Diagnostic::new(&RULE, step.facts.writes[0].span, message)
             .note("inserts unless it exists")
             .in_step(step)
+            .about(Race::UniqueViolation, &[(unit, step)])
             .help(HELP),
     )
 }

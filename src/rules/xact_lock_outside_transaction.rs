@@ -3,7 +3,7 @@
 //! work it protects.
 
 use super::Context;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race};
 use crate::model::*;
 use crate::source::Span;
 
@@ -127,6 +127,7 @@ fn autocommit(unit: &Unit, tx: &Transaction, out: &mut Vec<Diagnostic>) {
                 )
                 .note("released at the end of this statement")
                 .in_step(step)
+                .about(Race::LockEndsWithStatement, &[(unit, step)])
                 .help(format!(
                     "take the lock inside the transaction that does the protected work (`BEGIN; SELECT {call}; ...; COMMIT;`), or use the session-level `{}` with a matching unlock on the same connection",
                     a.function.replace("_xact", "")
@@ -146,6 +147,7 @@ fn autocommit(unit: &Unit, tx: &Transaction, out: &mut Vec<Diagnostic>) {
                 )
                 .note("rows unlocked again at the end of this statement")
                 .in_step(step)
+                .about(Race::LockEndsWithStatement, &[(unit, step)])
                 .help("run the locking read and the statements that depend on it in one transaction (`BEGIN; SELECT ... FOR UPDATE; UPDATE ...; COMMIT;`), or do the read and the write in one statement"),
             );
         }

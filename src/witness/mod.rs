@@ -7,6 +7,9 @@
 //! later step of the other session ends its transaction. What shows the race is said in words
 //! and, for a driver, as the output of one step (`shows`) or an error code one of the steps
 //! gets (`error`). `tests/truth` runs each rule's witness on PostgreSQL 15.
+//!
+//! The statements and the schedule come from the finding's subject ([`crate::diagnostic::Subject`]), which the
+//! rule that reports the race sets; nothing is guessed back from the finding's place.
 
 use std::fmt::Write;
 
@@ -19,9 +22,8 @@ mod values;
 
 use scenarios::*;
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race, StepRef};
 use crate::model::*;
-use crate::source::Span;
 
 #[derive(Debug, Serialize)]
 pub struct Witness {
@@ -58,11 +60,11 @@ pub fn witness(program: &Program, d: &Diagnostic) -> Result<Witness, String> {
     Witnesses::new(program).of(d)
 }
 
-/// The run's statements by place, to find each finding's statements without a scan of the
-/// whole model per finding.
+/// The run's statements by unit and place in it, to find each finding's subject without a scan
+/// of the whole model per finding.
 pub struct Witnesses<'r> {
     program: &'r Program,
-    /// Every step, by (file, start).
+    /// Every step, by unit (its span) and sequence number.
     steps: Vec<At<'r>>,
 }
 
@@ -74,32 +76,21 @@ impl<'r> Witnesses<'r> {
                 steps.extend(tx.steps.iter().map(|step| At { step, tx, unit }));
             }
         }
-        steps.sort_by_key(|a| (a.step.span.file, a.step.span.start()));
+        steps.sort_by_key(At::key);
         Witnesses { program, steps }
     }
 
-    /// The innermost statement around `s` (a routine body's, not the `CREATE FUNCTION` around
-    /// it): the nearest of those that start at or before it, looking back a bounded way.
-    fn innermost(&self, s: Span) -> Option<At<'r>> {
-        let end = self
-            .steps
-            .partition_point(|a| (a.step.span.file, a.step.span.start()) <= (s.file, s.start()));
-        self.steps[..end]
-            .iter()
-            .rev()
-            .take(LOOK_BACK)
-            .take_while(|a| a.step.span.file == s.file)
-            .find(|a| s.end() <= a.step.span.end())
-            .copied()
+    /// The step a subject names.
+    fn find(&self, r: &StepRef) -> Option<At<'r>> {
+        let key = (r.unit.file, r.unit.start(), r.unit.end(), r.seq);
+        let i = self.steps.binary_search_by_key(&key, At::key).ok()?;
+        Some(self.steps[i])
     }
 
     pub fn of(&self, d: &Diagnostic) -> Result<Witness, String> {
         build(self.program, d, self)
     }
 }
-
-/// Statements looked back over for the one around a span: nested bodies are shallow.
-const LOOK_BACK: usize = 64;
 
 fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness, String> {
     let file = &program.files[d.span.file];
@@ -109,7 +100,13 @@ fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness
             "{at}: the statements are sent by Rust code with values txlint does not know; a witness is written for findings in .sql files"
         ));
     }
-    let found = Found::of(index, d)
+    let subject = d.subject.as_ref().ok_or_else(|| {
+        format!(
+            "{at}: no witness is written for this kind of {} finding (see the rule page for its race)",
+            d.rule
+        )
+    })?;
+    let found = Found::of(index, &subject.steps)
         .ok_or_else(|| format!("{at}: no statement of the model is at this finding"))?;
     let mut w = Witness {
         rule: d.rule,
@@ -161,8 +158,13 @@ fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness
             place(s.step)
         ));
     }
-    let routine = found.primary().unit;
-    if d.rule == "check-then-act" && routine.kind == UnitKind::Routine {
+    let race = subject.race;
+    if race == Race::UniqueViolation {
+        return Err(format!(
+            "{at}: no witness is written for a race that a unique key ends in an error (see the rule page for the two-session steps)"
+        ));
+    }
+    if race == Race::CheckThenWrite && found.last().unit.kind == UnitKind::Routine {
         routine::routine_calls(&mut w, &found, program)?;
         return Ok(w);
     }
@@ -180,27 +182,22 @@ fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness
             ));
         }
     }
-    match d.rule {
-        "xact-lock-outside-transaction" => xact_lock(&mut w, &found, program)?,
-        "session-lock-on-pool" => session_lock(&mut w, &found)?,
-        "lock-order-inversion" => lock_order(&mut w, &found, program)?,
-        "lost-update" => lost_update(&mut w, &found, program)?,
-        "row-lock-predicate-gap" | "check-then-act" => check_then_insert(&mut w, &found, program)?,
-        "unique-violation-unhandled" => {
-            return Err(format!(
-                "{at}: no witness is written for a race that a unique key ends in an error (see the rule page for the two-session steps)"
-            ));
+    match race {
+        Race::LockEndsWithStatement => xact_lock(&mut w, &found, program)?,
+        Race::SessionLockOnPool => session_lock(&mut w, &found)?,
+        Race::Deadlock => lock_order(&mut w, &found, program)?,
+        Race::LostUpdate => lost_update(&mut w, &found, program)?,
+        Race::CheckThenWrite | Race::InsertAfterEmptyLock => {
+            check_then_insert(&mut w, &found, program)?
         }
-        other => return Err(format!("{at}: {other} is not a race between sessions")),
+        Race::UniqueViolation => {}
     }
     Ok(w)
 }
 
-/// The steps a finding names (its span and its labels), with their transactions.
+/// The steps of a finding's subject, in its order, with their transactions.
 struct Found<'p> {
-    /// In program order; the finding's own step is `primary`.
     steps: Vec<At<'p>>,
-    primary: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -210,30 +207,33 @@ struct At<'p> {
     unit: &'p Unit,
 }
 
+impl At<'_> {
+    fn key(&self) -> (usize, usize, usize, usize) {
+        let u = self.unit.span;
+        (u.file, u.start(), u.end(), self.step.seq)
+    }
+}
+
 impl<'p> Found<'p> {
-    fn of(index: &Witnesses<'p>, d: &Diagnostic) -> Option<Found<'p>> {
-        let primary_span = index.innermost(d.span)?.step.span;
-        let mut steps: Vec<At<'p>> = std::iter::once(d.span)
-            .chain(d.labels.iter().map(|l| l.span))
-            .filter_map(|s| index.innermost(s))
-            .collect();
-        steps.sort_by_key(|a| (a.step.span.file, a.step.span.start()));
-        steps.dedup_by_key(|a| a.step.span);
-        let primary = steps.iter().position(|a| a.step.span == primary_span)?;
-        Some(Found { steps, primary })
+    fn of(index: &Witnesses<'p>, subject: &[StepRef]) -> Option<Found<'p>> {
+        let steps: Option<Vec<At<'p>>> = subject.iter().map(|r| index.find(r)).collect();
+        let steps = steps.filter(|s| !s.is_empty())?;
+        Some(Found { steps })
     }
 
-    fn primary(&self) -> At<'p> {
-        self.steps[self.primary]
+    fn first(&self) -> At<'p> {
+        self.steps[0]
     }
 
-    /// The read or check just before the finding's write, the write, and its table.
+    fn last(&self) -> At<'p> {
+        self.steps[self.steps.len() - 1]
+    }
+
+    /// The read or check, the write after it, and its table (a subject `[read, write]`).
     fn read_write(&self, at: &str) -> Result<(At<'p>, At<'p>, &'p str), String> {
-        let write = self.primary();
-        let read = self.steps[..self.primary]
-            .last()
-            .copied()
-            .ok_or_else(|| format!("{at}: the read is not before the write"))?;
+        let [read, write] = self.steps[..] else {
+            return Err(format!("{at}: the finding is not about a read and a write"));
+        };
         let table = write
             .step
             .facts

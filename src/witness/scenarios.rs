@@ -5,7 +5,7 @@
 use super::*;
 
 pub(super) fn xact_lock(w: &mut Witness, found: &Found, program: &Program) -> Result<(), String> {
-    let s = found.primary().step;
+    let s = found.first().step;
     w.steps.push(step('A', sql(program, s)));
     if let Some(a) = s
         .facts
@@ -48,7 +48,7 @@ pub(super) fn xact_lock(w: &mut Witness, found: &Found, program: &Program) -> Re
 }
 
 pub(super) fn session_lock(w: &mut Witness, found: &Found) -> Result<(), String> {
-    let s = found.primary().step;
+    let s = found.first().step;
     let a = s
         .facts
         .extra()
@@ -77,15 +77,22 @@ pub(super) fn session_lock(w: &mut Witness, found: &Found) -> Result<(), String>
 }
 
 pub(super) fn lock_order(w: &mut Witness, found: &Found, program: &Program) -> Result<(), String> {
-    let first = found.primary().tx;
-    let (mine, theirs): (Vec<At>, Vec<At>) =
-        found.steps.iter().partition(|a| std::ptr::eq(a.tx, first));
-    let ([x1, x2, ..], [y1, y2, ..]) = (mine.as_slice(), theirs.as_slice()) else {
+    let [x1, x2, y1, y2] = found.steps[..] else {
         return Err(format!(
             "{}: the cycle is not two statements in each of two transactions",
             w.at
         ));
     };
+    let first = x1.tx;
+    if std::ptr::eq(x1.step, x2.step)
+        || std::ptr::eq(y1.step, y2.step)
+        || std::ptr::eq(first, y1.tx)
+    {
+        return Err(format!(
+            "{}: the cycle is not two statements in each of two transactions",
+            w.at
+        ));
+    }
     if !opens(first) || !opens(y1.tx) {
         return Err(format!(
             "{}: both sides must be explicit transactions",

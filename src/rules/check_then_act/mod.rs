@@ -519,6 +519,10 @@ fn race(
             d.label(r.step.span, "decided here")
         }
     };
+    d = d.about(
+        crate::diagnostic::Race::CheckThenWrite,
+        &[(unit, r.step), (unit, w.step)],
+    );
     if let Some((lock, _)) = uncovered {
         d = d.label(lock.span, "locks a key the check is not confined to");
     }

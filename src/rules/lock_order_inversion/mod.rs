@@ -10,7 +10,7 @@ mod upsert;
 
 use super::Context;
 use super::analysis_limit::analysis_limit_diagnostic;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Race};
 use crate::model::flow::{self, from_held_rows, value_key};
 use crate::model::lockgraph::{self, LockGraph, Resource};
 use crate::model::*;
@@ -213,6 +213,16 @@ fn cycle_diagnostic(cx: &Context, g: &LockGraph, cycle: &[usize]) -> Diagnostic 
                 g.requested(x),
                 format!("then {} requested here", name(x.to)),
             );
+    }
+    // Two transactions, two statements each: what a witness replays.
+    if let [a, b] = cycle {
+        let (a, b) = match *a == first {
+            true => (*a, *b),
+            false => (*b, *a),
+        };
+        let [a1, a2] = g.steps(&g.edges[a]);
+        let [b1, b2] = g.steps(&g.edges[b]);
+        d = d.about(Race::Deadlock, &[a1, a2, b1, b2]);
     }
     let mut order: Vec<&Resource> = cycle
         .iter()
