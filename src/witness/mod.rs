@@ -8,8 +8,9 @@
 //! and, for a driver, as the output of one step (`shows`) or an error code one of the steps
 //! gets (`error`). `tests/truth` runs each rule's witness on PostgreSQL 15.
 //!
-//! The statements and the schedule come from the finding's subject ([`crate::diagnostic::Subject`]), which the
-//! rule that reports the race sets; nothing is guessed back from the finding's place.
+//! The statements and the schedule come from the finding's subject
+//! ([`crate::diagnostic::Subject`]), which the rule that reports the race sets; nothing is
+//! guessed back from the finding's place.
 
 use std::fmt::Write;
 
