@@ -172,191 +172,211 @@ pub fn structure(
     match stmt {
         Statement::Query(q) => {
             if let SetExpr::Select(select) = q.body.as_ref() {
-                for item in &select.projection {
-                    // `NOT EXISTS (...)` decides as much as `EXISTS (...)`.
-                    let expr = match item_expr(item) {
-                        Some(Expr::UnaryOp { expr: inner, .. }) => Some(inner.as_ref()),
-                        e => e,
-                    };
-                    // `v := (SELECT count(*) FROM t WHERE k = v)` (PL/pgSQL evaluates it as
-                    // `SELECT (..)`), also in `COALESCE((..), 0)` or an `IF` comparing it: the
-                    // scalar subquery is the read.
-                    if select.from.is_empty()
-                        && let Some(inner) = expr.and_then(scalar_subquery)
-                    {
-                        let inner_items = inner.projection.iter().filter_map(item_expr);
-                        s.aggregates.extend(inner_items.filter_map(aggregate));
-                        subquery_key(&mut s, inner, &mut positional);
-                    }
-                    match expr {
-                        Some(e @ Expr::Function(_)) => s.aggregates.extend(aggregate(e)),
-                        Some(Expr::Exists { subquery, .. }) => {
-                            s.aggregates.push("exists".to_string());
-                            // `SELECT EXISTS (SELECT ... WHERE k = v)`: the subquery's key.
-                            if let SetExpr::Select(inner) = subquery.body.as_ref() {
-                                subquery_key(&mut s, inner, &mut positional);
-                            }
-                        }
-                        Some(Expr::Value(_)) if select.from.len() == 1 => {
-                            s.aggregates.push("exists".to_string())
-                        }
-                        _ => {}
-                    }
-                    match item {
-                        SelectItem::UnnamedExpr(e) => {
-                            s.columns
-                                .extend(operand(e, &mut positional).idents.iter().map(|i| last(i)));
-                            if let Some(name) = column_name(e) {
-                                s.outputs.push(name);
-                            }
-                        }
-                        SelectItem::ExprWithAlias { expr, alias } => {
-                            s.columns.extend(
-                                operand(expr, &mut positional)
-                                    .idents
-                                    .iter()
-                                    .map(|i| last(i)),
-                            );
-                            s.outputs.push(name(alias));
-                        }
-                        _ => s.columns.push("*".to_string()),
-                    }
-                }
-                if let Some(w) = &select.selection {
-                    s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
-                    if s.other_conditions && !s.aggregates.is_empty() {
-                        s.condition = Some(operand(w, &mut 0));
-                    }
-                    s.tests = all_tests(w);
-                }
+                select_structure(&mut s, select, &mut positional);
             }
         }
-        Statement::Insert(ins) => {
-            let columns: Vec<String> = ins
-                .columns
-                .iter()
-                .filter_map(|c| c.0.last().and_then(|p| p.as_ident()).map(name))
-                .collect();
-            if let Some(src) = &ins.source
-                && let SetExpr::Values(v) = src.body.as_ref()
-                && let Some(row) = v.rows.first()
-            {
-                for (c, e) in columns.iter().zip(&row.content) {
-                    s.inserts.push((c.clone(), operand(e, &mut positional)));
-                }
-            }
-            if let Some(OnInsert::OnConflict(OnConflict {
-                conflict_target:
-                    Some(ConflictTarget::Columns {
-                        columns: target, ..
-                    }),
-                ..
-            })) = &ins.on
-            {
-                s.conflict_on = target.iter().map(name).collect();
-            }
-            if let Some(OnInsert::OnConflict(OnConflict {
-                action:
-                    OnConflictAction::DoUpdate(DoUpdate {
-                        assignments,
-                        selection: None,
-                    }),
-                ..
-            })) = &ins.on
-            {
-                for a in assignments {
-                    if let AssignmentTarget::ColumnName(n) = &a.target
-                        && let Some(ident) = n.0.last().and_then(|p| p.as_ident())
-                    {
-                        let value = operand(&a.value, &mut positional);
-                        s.conflict_sets.push((name(ident), value));
-                    }
-                }
-            }
-            // `INSERT INTO t (..) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM t WHERE ..)`.
-            if let Some(src) = &ins.source
-                && let SetExpr::Select(select) = src.body.as_ref()
-                && let sqlparser::ast::TableObject::TableName(table) = &ins.table
-            {
-                for (c, item) in columns.iter().zip(&select.projection) {
-                    if let Some(e) = item_expr(item) {
-                        s.inserts.push((c.clone(), operand(e, &mut positional)));
-                    }
-                }
-                if let Some(w) = &select.selection {
-                    let mut parts = Vec::new();
-                    and_parts(w, &mut parts);
-                    for part in parts {
-                        if let Expr::Exists {
-                            subquery,
-                            negated: true,
-                        } = part
-                        {
-                            s.absent.extend(picked_by(subquery, &table_name(table)));
-                            s.absent_tests
-                                .extend(by_tests(subquery, &table_name(table)));
-                        }
-                    }
-                }
-            }
-        }
-        Statement::Update(u) => {
-            for a in &u.assignments {
-                let value = operand(&a.value, &mut positional);
-                let targets: Vec<&sqlparser::ast::ObjectName> = match &a.target {
-                    AssignmentTarget::ColumnName(n) => vec![n],
-                    AssignmentTarget::Tuple(ns) => ns.iter().collect(),
-                };
-                for t in targets {
-                    let Some(ident) = t.0.last().and_then(|p| p.as_ident()) else {
-                        continue;
-                    };
-                    s.sets.push((
-                        SetItem {
-                            column: name(ident).into(),
-                            value: value.clone(),
-                            span: None,
-                        },
-                        at.ident(ident),
-                    ));
-                }
-            }
-            if let Some(w) = &u.selection {
-                s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
-                if s.other_conditions {
-                    s.condition = Some(operand(w, &mut 0));
-                    s.compared = compared(w);
-                }
-                if let TableFactor::Table { name, .. } = &u.table.relation {
-                    s.claim = claim(w, &table_name(name));
-                    if let Some(UpdateTableFromKind::AfterSet(from)) = &u.from {
-                        s.claim.extend(claim_from(from, w, &table_name(name)));
-                    }
-                    s.tests = tests_again(w, &table_name(name));
-                }
-            }
-        }
+        Statement::Insert(ins) => insert_structure(&mut s, ins, &mut positional),
+        Statement::Update(u) => update_structure(&mut s, u, at, &mut positional),
         // `DELETE .. WHERE k = v`: the rows it removes (and locks), by key.
-        Statement::Delete(d) => {
-            if let Some(w) = &d.selection {
-                s.other_conditions |= !conjuncts(w, &mut s.filters, &mut positional);
-                if s.other_conditions {
-                    s.condition = Some(operand(w, &mut 0));
-                    s.compared = compared(w);
-                }
-                let tables = match &d.from {
-                    FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
-                };
-                if let [t] = tables.as_slice()
-                    && let TableFactor::Table { name, .. } = &t.relation
-                {
-                    s.tests = tests_again(w, &table_name(name));
-                }
-            }
-        }
+        Statement::Delete(d) => delete_structure(&mut s, d, &mut positional),
         _ => {}
     }
     s
+}
+
+/// A `SELECT`'s decisions (aggregates, `EXISTS`), outputs and filters.
+fn select_structure(s: &mut Structure, select: &sqlparser::ast::Select, positional: &mut usize) {
+    for item in &select.projection {
+        select_item(s, select, item, positional);
+    }
+    if let Some(w) = &select.selection {
+        s.other_conditions |= !conjuncts(w, &mut s.filters, positional);
+        if s.other_conditions && !s.aggregates.is_empty() {
+            s.condition = Some(operand(w, &mut 0));
+        }
+        s.tests = all_tests(w);
+    }
+}
+
+/// One item of a `SELECT` list: an aggregate or existence test it decides with, the columns
+/// it reads and the name it gives.
+fn select_item(
+    s: &mut Structure,
+    select: &sqlparser::ast::Select,
+    item: &SelectItem,
+    positional: &mut usize,
+) {
+    // `NOT EXISTS (...)` decides as much as `EXISTS (...)`.
+    let expr = match item_expr(item) {
+        Some(Expr::UnaryOp { expr: inner, .. }) => Some(inner.as_ref()),
+        e => e,
+    };
+    // `v := (SELECT count(*) FROM t WHERE k = v)` (PL/pgSQL evaluates it as
+    // `SELECT (..)`), also in `COALESCE((..), 0)` or an `IF` comparing it: the
+    // scalar subquery is the read.
+    if select.from.is_empty()
+        && let Some(inner) = expr.and_then(scalar_subquery)
+    {
+        let inner_items = inner.projection.iter().filter_map(item_expr);
+        s.aggregates.extend(inner_items.filter_map(aggregate));
+        subquery_key(s, inner, positional);
+    }
+    match expr {
+        Some(e @ Expr::Function(_)) => s.aggregates.extend(aggregate(e)),
+        Some(Expr::Exists { subquery, .. }) => {
+            s.aggregates.push("exists".to_string());
+            // `SELECT EXISTS (SELECT ... WHERE k = v)`: the subquery's key.
+            if let SetExpr::Select(inner) = subquery.body.as_ref() {
+                subquery_key(s, inner, positional);
+            }
+        }
+        Some(Expr::Value(_)) if select.from.len() == 1 => s.aggregates.push("exists".to_string()),
+        _ => {}
+    }
+    match item {
+        SelectItem::UnnamedExpr(e) => {
+            s.columns
+                .extend(operand(e, positional).idents.iter().map(|i| last(i)));
+            if let Some(name) = column_name(e) {
+                s.outputs.push(name);
+            }
+        }
+        SelectItem::ExprWithAlias { expr, alias } => {
+            s.columns
+                .extend(operand(expr, positional).idents.iter().map(|i| last(i)));
+            s.outputs.push(name(alias));
+        }
+        _ => s.columns.push("*".to_string()),
+    }
+}
+
+fn insert_structure(s: &mut Structure, ins: &sqlparser::ast::Insert, positional: &mut usize) {
+    let columns: Vec<String> = ins
+        .columns
+        .iter()
+        .filter_map(|c| c.0.last().and_then(|p| p.as_ident()).map(name))
+        .collect();
+    if let Some(src) = &ins.source
+        && let SetExpr::Values(v) = src.body.as_ref()
+        && let Some(row) = v.rows.first()
+    {
+        for (c, e) in columns.iter().zip(&row.content) {
+            s.inserts.push((c.clone(), operand(e, positional)));
+        }
+    }
+    if let Some(OnInsert::OnConflict(OnConflict {
+        conflict_target: Some(ConflictTarget::Columns {
+            columns: target, ..
+        }),
+        ..
+    })) = &ins.on
+    {
+        s.conflict_on = target.iter().map(name).collect();
+    }
+    if let Some(OnInsert::OnConflict(OnConflict {
+        action:
+            OnConflictAction::DoUpdate(DoUpdate {
+                assignments,
+                selection: None,
+            }),
+        ..
+    })) = &ins.on
+    {
+        for a in assignments {
+            if let AssignmentTarget::ColumnName(n) = &a.target
+                && let Some(ident) = n.0.last().and_then(|p| p.as_ident())
+            {
+                let value = operand(&a.value, positional);
+                s.conflict_sets.push((name(ident), value));
+            }
+        }
+    }
+    // `INSERT INTO t (..) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM t WHERE ..)`.
+    if let Some(src) = &ins.source
+        && let SetExpr::Select(select) = src.body.as_ref()
+        && let sqlparser::ast::TableObject::TableName(table) = &ins.table
+    {
+        for (c, item) in columns.iter().zip(&select.projection) {
+            if let Some(e) = item_expr(item) {
+                s.inserts.push((c.clone(), operand(e, positional)));
+            }
+        }
+        if let Some(w) = &select.selection {
+            let mut parts = Vec::new();
+            and_parts(w, &mut parts);
+            for part in parts {
+                if let Expr::Exists {
+                    subquery,
+                    negated: true,
+                } = part
+                {
+                    s.absent.extend(picked_by(subquery, &table_name(table)));
+                    s.absent_tests
+                        .extend(by_tests(subquery, &table_name(table)));
+                }
+            }
+        }
+    }
+}
+
+fn update_structure(
+    s: &mut Structure,
+    u: &sqlparser::ast::Update,
+    at: &dyn Locate,
+    positional: &mut usize,
+) {
+    for a in &u.assignments {
+        let value = operand(&a.value, positional);
+        let targets: Vec<&sqlparser::ast::ObjectName> = match &a.target {
+            AssignmentTarget::ColumnName(n) => vec![n],
+            AssignmentTarget::Tuple(ns) => ns.iter().collect(),
+        };
+        for t in targets {
+            let Some(ident) = t.0.last().and_then(|p| p.as_ident()) else {
+                continue;
+            };
+            s.sets.push((
+                SetItem {
+                    column: name(ident).into(),
+                    value: value.clone(),
+                    span: None,
+                },
+                at.ident(ident),
+            ));
+        }
+    }
+    if let Some(w) = &u.selection {
+        s.other_conditions |= !conjuncts(w, &mut s.filters, positional);
+        if s.other_conditions {
+            s.condition = Some(operand(w, &mut 0));
+            s.compared = compared(w);
+        }
+        if let TableFactor::Table { name, .. } = &u.table.relation {
+            s.claim = claim(w, &table_name(name));
+            if let Some(UpdateTableFromKind::AfterSet(from)) = &u.from {
+                s.claim.extend(claim_from(from, w, &table_name(name)));
+            }
+            s.tests = tests_again(w, &table_name(name));
+        }
+    }
+}
+
+fn delete_structure(s: &mut Structure, d: &sqlparser::ast::Delete, positional: &mut usize) {
+    if let Some(w) = &d.selection {
+        s.other_conditions |= !conjuncts(w, &mut s.filters, positional);
+        if s.other_conditions {
+            s.condition = Some(operand(w, &mut 0));
+            s.compared = compared(w);
+        }
+        let tables = match &d.from {
+            FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+        };
+        if let [t] = tables.as_slice()
+            && let TableFactor::Table { name, .. } = &t.relation
+        {
+            s.tests = tests_again(w, &table_name(name));
+        }
+    }
 }
 
 fn name(i: &Ident) -> String {
