@@ -1,7 +1,7 @@
 //! The witness of a check-then-act inside a routine: two sessions call it with values of its
 //! parameters' types, the key the check filters on shared, the other values their own.
 
-use super::{Found, Witness, WitnessStep, duplicates, setup, step, values};
+use super::{At, Found, Witness, WitnessStep, duplicates, setup, step, values};
 use crate::model::*;
 
 /// A check-then-act inside a routine: two transactions call it with the same key, the first
@@ -14,7 +14,6 @@ pub(super) fn routine_calls(
     let (read, write, table) = found.read_write(&w.at)?;
     let table = table.to_string();
     let unit = write.unit;
-    let at = w.at.clone();
     let name = unit
         .name
         .as_deref()
@@ -26,59 +25,17 @@ pub(super) fn routine_calls(
         .trim();
     let params = routine_params(ddl, name)
         .ok_or_else(|| format!("{}: the parameters of `{name}` could not be read", w.at))?;
-    // A parameter the check filters on is the key both calls share; the others differ.
-    let keys: Vec<&str> = read
-        .step
-        .facts
-        .filters
-        .iter()
-        .flat_map(|p| p.value.idents.iter().map(|i| i.as_str()))
-        .collect();
-    // An existence check meant one row per key: the calls' own values (a user id beside the
-    // checked address) do not tell its duplicates apart. (A count's cap is shown per value.)
-    let counts = read
-        .step
-        .facts
-        .extra()
-        .aggregates
-        .iter()
-        .any(|a| a == "count");
-    let varying: Vec<&str> = params
-        .iter()
-        .map(|p| p.0.as_str())
-        .filter(|p| !counts && !keys.contains(p))
-        .collect();
-    let value = |param: &(String, String), session: usize| -> Result<String, String> {
-        let n = if keys.contains(&param.0.as_str()) {
-            0
-        } else {
-            session
-        };
-        sample(&param.1, n).ok_or_else(|| {
-            format!(
-                "{at}: no sample value for `{}` of type {}",
-                param.0, param.1
-            )
-        })
-    };
-    let subst = |o: &Operand| -> Result<String, String> {
-        match params.iter().find(|p| o.idents.len() == 1 && o.text == p.0) {
-            Some(p) => value(p, 0),
-            None if o.idents.is_empty() => Ok(o.text.to_string()),
-            None => Err(format!("{at}: `{}` is computed in the routine", o.text)),
-        }
-    };
-    let filters = |f: &Facts| -> Result<String, String> {
-        let parts: Result<Vec<String>, String> = f
+    let calls = Calls {
+        at: w.at.clone(),
+        // A parameter the check filters on is the key both calls share; the others differ.
+        keys: read
+            .step
+            .facts
             .filters
             .iter()
-            .map(|p| Ok(format!("{} = {}", p.column, subst(&p.value)?)))
-            .collect();
-        let parts = parts?;
-        match parts.is_empty() {
-            true => Err(format!("{at}: the statement names no row by key")),
-            false => Ok(parts.join(" AND ")),
-        }
+            .flat_map(|p| p.value.idents.iter().map(|i| i.as_str()))
+            .collect(),
+        params: &params,
     };
     let t = setup::table(w, program, &[read.step, write.step], &table, &params)?;
     // What each call's row refers to (an account the membership belongs to) exists.
@@ -90,7 +47,7 @@ pub(super) fn routine_calls(
             .iter()
             .filter_map(|(c, o)| {
                 let v = match params.iter().find(|p| o.text == p.0) {
-                    Some(p) => value(p, session).ok()?,
+                    Some(p) => calls.value(p, session).ok()?,
                     None => values::literal(&o.text)?,
                 };
                 Some((c.to_string(), v))
@@ -99,55 +56,10 @@ pub(super) fn routine_calls(
         setup::parents_of(w, program, &t, &names, &values);
     }
     let (check, shows, waits) = match write.step.facts.kind {
-        StmtKind::Insert => (
-            duplicates(
-                &t.name,
-                &filters(&read.step.facts)?,
-                &write.step.facts,
-                &varying,
-            ),
-            "2".to_string(),
-            false,
-        ),
+        StmtKind::Insert => (calls.duplicates(&t, read, write)?, "2".to_string(), false),
         StmtKind::Update => {
-            // The row the check finds, in the state the check lets through, and a written
-            // value that tells the two calls apart.
-            let mut row = read
-                .step
-                .facts
-                .filters
-                .iter()
-                .map(|p| Ok((p.column.to_string(), subst(&p.value)?)))
-                .collect::<Result<Vec<(String, String)>, String>>()?;
-            if let Some((c, v)) = checked_state(program, write.tx, read.step)
-                && !row.iter().any(|(k, _)| *k == c)
-            {
-                row.push((c, v));
-            }
-            setup::insert_row(w, program, &t, &row, "0", 1);
-            let set = write
-                .step
-                .facts
-                .sets
-                .iter()
-                .find_map(|s| {
-                    let p = params
-                        .iter()
-                        .find(|p| s.value.text == p.0 && !keys.contains(&p.0.as_str()))?;
-                    Some((s.column.to_string(), p))
-                })
-                .ok_or_else(|| format!("{}: no written value tells the two calls apart", w.at))?;
-            (
-                format!(
-                    "SELECT {} FROM {} WHERE {};",
-                    set.0,
-                    t.name,
-                    filters(&write.step.facts)?
-                ),
-                // What psql prints for it: a text sample without its quotes.
-                value(set.1, 2)?.trim_matches('\'').to_string(),
-                true,
-            )
+            let (check, shows) = calls.overwrite(w, program, &t, read, write)?;
+            (check, shows, true)
         }
         other => {
             return Err(format!(
@@ -159,7 +71,8 @@ pub(super) fn routine_calls(
     w.setup.push(format!("{};", ddl.trim_end_matches(';')));
     let called = qualified(ddl, name);
     let call = |session: usize| -> Result<String, String> {
-        let args: Result<Vec<String>, String> = params.iter().map(|p| value(p, session)).collect();
+        let args: Result<Vec<String>, String> =
+            params.iter().map(|p| calls.value(p, session)).collect();
         Ok(format!("SELECT {called}({});", args?.join(", ")))
     };
     w.steps.push(step('A', "BEGIN;"));
@@ -182,6 +95,134 @@ pub(super) fn routine_calls(
         ),
     };
     Ok(())
+}
+
+/// The values two calls of a routine pass: the key its check filters on shared, the others
+/// their own.
+struct Calls<'p> {
+    at: String,
+    keys: Vec<&'p str>,
+    params: &'p [(String, String)],
+}
+
+impl Calls<'_> {
+    /// The value of `param` in call `session` (0: the value both share).
+    fn value(&self, param: &(String, String), session: usize) -> Result<String, String> {
+        let n = match self.keys.contains(&param.0.as_str()) {
+            true => 0,
+            false => session,
+        };
+        sample(&param.1, n).ok_or_else(|| {
+            format!(
+                "{}: no sample value for `{}` of type {}",
+                self.at, param.0, param.1
+            )
+        })
+    }
+
+    /// An operand with the routine's parameters replaced by their shared values.
+    fn subst(&self, o: &Operand) -> Result<String, String> {
+        match self
+            .params
+            .iter()
+            .find(|p| o.idents.len() == 1 && o.text == p.0)
+        {
+            Some(p) => self.value(p, 0),
+            None if o.idents.is_empty() => Ok(o.text.to_string()),
+            None => Err(format!(
+                "{}: `{}` is computed in the routine",
+                self.at, o.text
+            )),
+        }
+    }
+
+    /// A statement's equality filters with the shared values.
+    fn filters(&self, f: &Facts) -> Result<String, String> {
+        let parts = f
+            .filters
+            .iter()
+            .map(|p| Ok(format!("{} = {}", p.column, self.subst(&p.value)?)))
+            .collect::<Result<Vec<String>, String>>()?;
+        match parts.is_empty() {
+            true => Err(format!("{}: the statement names no row by key", self.at)),
+            false => Ok(parts.join(" AND ")),
+        }
+    }
+
+    /// After two inserts: the most rows with the key the check meant to keep unique.
+    fn duplicates(&self, t: &setup::Table, read: At, write: At) -> Result<String, String> {
+        // An existence check meant one row per key: the calls' own values (a user id beside
+        // the checked address) do not tell its duplicates apart. (A count's cap is shown per
+        // value.)
+        let counts = read
+            .step
+            .facts
+            .extra()
+            .aggregates
+            .iter()
+            .any(|a| a == "count");
+        let varying: Vec<&str> = self
+            .params
+            .iter()
+            .map(|p| p.0.as_str())
+            .filter(|p| !counts && !self.keys.contains(p))
+            .collect();
+        Ok(duplicates(
+            &t.name,
+            &self.filters(&read.step.facts)?,
+            &write.step.facts,
+            &varying,
+        ))
+    }
+
+    /// After two updates: the row the check finds, set up in the state the check lets
+    /// through, and the query and output that show the second call's value over the first's.
+    fn overwrite(
+        &self,
+        w: &mut Witness,
+        program: &Program,
+        t: &setup::Table,
+        read: At,
+        write: At,
+    ) -> Result<(String, String), String> {
+        let mut row = read
+            .step
+            .facts
+            .filters
+            .iter()
+            .map(|p| Ok((p.column.to_string(), self.subst(&p.value)?)))
+            .collect::<Result<Vec<(String, String)>, String>>()?;
+        if let Some((c, v)) = checked_state(program, write.tx, read.step)
+            && !row.iter().any(|(k, _)| *k == c)
+        {
+            row.push((c, v));
+        }
+        setup::insert_row(w, program, t, &row, "0", 1);
+        // A written value that tells the two calls apart.
+        let set = write
+            .step
+            .facts
+            .sets
+            .iter()
+            .find_map(|s| {
+                let p = self
+                    .params
+                    .iter()
+                    .find(|p| s.value.text == p.0 && !self.keys.contains(&p.0.as_str()))?;
+                Some((s.column.to_string(), p))
+            })
+            .ok_or_else(|| format!("{}: no written value tells the two calls apart", self.at))?;
+        Ok((
+            format!(
+                "SELECT {} FROM {} WHERE {};",
+                set.0,
+                t.name,
+                self.filters(&write.step.facts)?
+            ),
+            // What psql prints for it: a text sample without its quotes.
+            self.value(set.1, 2)?.trim_matches('\'').to_string(),
+        ))
+    }
 }
 
 /// The state a check lets through: after `SELECT state INTO s ..`, a condition on `s` that
