@@ -68,63 +68,15 @@ pub(super) fn table(
     table: &str,
     params: &[(String, String)],
 ) -> Result<Table, String> {
-    let mut columns: BTreeMap<String, Option<&'static str>> = BTreeMap::new();
-    // Columns compared with or given a value of a type txlint cannot tell (`now() + ..`), and
-    // conditions that are not `col = value`: an inferred table could reject the statements.
-    let mut untyped: Vec<String> = Vec::new();
-    let mut conditions = false;
-    for s in steps {
-        let f = &s.facts;
-        if !f.reads.iter().chain(&f.writes).any(|t| t.name == table) {
-            continue;
-        }
-        conditions |= f.other_conditions;
-        let typed = f
-            .filters
-            .iter()
-            .map(|p| (&p.column, &p.value))
-            .chain(f.inserts.iter().map(|(c, o)| (c, o)))
-            .chain(f.sets.iter().map(|s| (&s.column, &s.value)));
-        for (c, o) in typed {
-            let param = params.iter().find(|p| o.text == p.0);
-            let kind = literal_kind(&o.text).or_else(|| param.and_then(|p| kind_of_type(&p.1)));
-            if kind.is_none() {
-                untyped.push(c.to_string());
-            }
-            let e = columns.entry(c.to_string()).or_insert(None);
-            *e = e.or(kind);
-        }
-        // Columns, not the unit's variables (`WHERE id = s` reads the parameter `s`).
-        for c in f
-            .columns
-            .iter()
-            .filter(|c| *c != "*" && !f.extra().uses.contains(c))
-        {
-            columns.entry(c.to_string()).or_insert(None);
-        }
-    }
-    let kinds: Vec<(String, String)> = columns
+    let inferred = infer(steps, table, params);
+    let kinds: Vec<(String, String)> = inferred
+        .columns
         .iter()
         .map(|(c, k)| (c.clone(), k.unwrap_or("int").to_string()))
         .collect();
     let written = written(program, steps, table);
-    // The table as the finding's own file creates it, else as the run's schema has it.
     let file = steps.first().map_or(0, |s| s.span.file);
-    let here = program
-        .units
-        .iter()
-        .filter(|u| u.span.file == file && u.kind == UnitKind::Script)
-        .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
-        .find(|s| {
-            s.facts
-                .extra()
-                .ddl
-                .as_ref()
-                .is_some_and(|d| d.creates && d.table == table)
-        })
-        .map(|s| s.span);
-    let declared = here.or_else(|| program.schema(file).get(table).and_then(|t| t.declared));
-    if let Some(span) = declared {
+    if let Some(span) = declared_at(program, file, table) {
         let (name, declared) = match declare(w, program, file, table, span, 0) {
             Some((name, d)) => (name, Some(d)),
             None => (written, None),
@@ -136,6 +88,11 @@ pub(super) fn table(
             file,
         });
     }
+    let Inferred {
+        columns,
+        mut untyped,
+        conditions,
+    } = inferred;
     if columns.is_empty() {
         return Err(format!(
             "{}: no schema for `{table}` and no columns to infer one from",
@@ -177,6 +134,75 @@ pub(super) fn table(
         declared: None,
         file,
     })
+}
+
+/// What the steps say about a table's columns.
+struct Inferred {
+    /// Each column the steps name, with the type its values tell, if any.
+    columns: BTreeMap<String, Option<&'static str>>,
+    /// Columns compared with or given a value of a type txlint cannot tell (`now() + ..`).
+    untyped: Vec<String>,
+    /// Conditions that are not `col = value`: an inferred table could reject the statements.
+    conditions: bool,
+}
+
+/// The columns of `table` the steps name, typed from the literals compared with or stored in
+/// each and from `params`, the types of a routine's parameters.
+fn infer(steps: &[&Step], table: &str, params: &[(String, String)]) -> Inferred {
+    let mut out = Inferred {
+        columns: BTreeMap::new(),
+        untyped: Vec::new(),
+        conditions: false,
+    };
+    for s in steps {
+        let f = &s.facts;
+        if !f.reads.iter().chain(&f.writes).any(|t| t.name == table) {
+            continue;
+        }
+        out.conditions |= f.other_conditions;
+        let typed = f
+            .filters
+            .iter()
+            .map(|p| (&p.column, &p.value))
+            .chain(f.inserts.iter().map(|(c, o)| (c, o)))
+            .chain(f.sets.iter().map(|s| (&s.column, &s.value)));
+        for (c, o) in typed {
+            let param = params.iter().find(|p| o.text == p.0);
+            let kind = literal_kind(&o.text).or_else(|| param.and_then(|p| kind_of_type(&p.1)));
+            if kind.is_none() {
+                out.untyped.push(c.to_string());
+            }
+            let e = out.columns.entry(c.to_string()).or_insert(None);
+            *e = e.or(kind);
+        }
+        // Columns, not the unit's variables (`WHERE id = s` reads the parameter `s`).
+        for c in f
+            .columns
+            .iter()
+            .filter(|c| *c != "*" && !f.extra().uses.contains(c))
+        {
+            out.columns.entry(c.to_string()).or_insert(None);
+        }
+    }
+    out
+}
+
+/// Where the table is created: by the finding's own file, else as the run's schema has it.
+fn declared_at(program: &Program, file: FileId, table: &str) -> Option<Span> {
+    let here = program
+        .units
+        .iter()
+        .filter(|u| u.span.file == file && u.kind == UnitKind::Script)
+        .flat_map(|u| u.transactions.iter().flat_map(|t| &t.steps))
+        .find(|s| {
+            s.facts
+                .extra()
+                .ddl
+                .as_ref()
+                .is_some_and(|d| d.creates && d.table == table)
+        })
+        .map(|s| s.span);
+    here.or_else(|| program.schema(file).get(table).and_then(|t| t.declared))
 }
 
 /// `table` as the steps write it (`billing.wallets`), the model's name when none does.
