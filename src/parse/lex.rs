@@ -206,6 +206,96 @@ pub(crate) fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
 }
 
+impl Lexer<'_> {
+    /// `/* .. */`, nested as PostgreSQL nests them (MySQL ends at the first `*/`).
+    fn block_comment(&mut self, start: usize) -> Option<Token> {
+        let mut depth = 0usize;
+        self.ran_out = true;
+        while self.pos < self.b.len() {
+            if self.b[self.pos] == b'/' && self.peek(1) == b'*' {
+                depth += 1;
+                self.pos += 2;
+            } else if self.b[self.pos] == b'*' && self.peek(1) == b'/' {
+                depth -= 1;
+                self.pos += 2;
+                if depth == 0 || self.mysql {
+                    self.ran_out = false;
+                    break;
+                }
+            } else {
+                self.pos += 1;
+            }
+        }
+        self.pos = self.pos.min(self.b.len());
+        self.closed_or_note(start, "block comment");
+        self.tok(Kind::Comment, start)
+    }
+
+    /// A string after a prefix of `skip` bytes (`E'..'`, `B'..'`, `U&'..'`).
+    fn prefixed_string(&mut self, start: usize, skip: usize, backslashes: bool) -> Option<Token> {
+        self.pos += skip;
+        self.quoted(b'\'', backslashes);
+        self.closed_or_note(start, "string");
+        self.tok(Kind::String, start)
+    }
+
+    /// `$tag$ .. $tag$`.
+    fn dollar_quoted(&mut self, start: usize) -> Option<Token> {
+        let n = self.dollar_tag().unwrap_or(1);
+        let tag = &self.src[start..start + n];
+        self.pos = match self.src[start + n..].find(tag) {
+            Some(i) => start + n + i + n,
+            None => {
+                self.ran_out = true;
+                self.b.len()
+            }
+        };
+        self.closed_or_note(start, "dollar-quoted string");
+        self.tok(Kind::String, start)
+    }
+
+    /// `:name`, `:'name'`, `:"name"` (psql variables), or a lone `:`.
+    fn psql_var(&mut self, start: usize, next: u8) -> Option<Token> {
+        if self.psql && (next == b'\'' || next == b'"') {
+            self.pos += 1;
+            self.quoted(next, false);
+            self.closed_or_note(start, "psql variable");
+            return self.tok(Kind::PsqlVar, start);
+        }
+        if is_ident_start(next) {
+            self.pos += 1;
+            while is_ident(self.peek(0)) {
+                self.pos += 1;
+            }
+            return self.tok(Kind::PsqlVar, start);
+        }
+        self.pos += 1;
+        self.tok(Kind::Punct, start)
+    }
+
+    /// A number: digits, a fraction, an exponent with its sign, `_` separators.
+    fn number(&mut self, start: usize) -> Option<Token> {
+        while self.pos < self.b.len() {
+            let d = self.b[self.pos];
+            let exp_sign = (d == b'+' || d == b'-')
+                && matches!(self.b[self.pos - 1], b'e' | b'E')
+                && self.b[start..self.pos]
+                    .iter()
+                    .all(|c| !c.is_ascii_alphabetic() || *c == b'e' || *c == b'E');
+            if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || exp_sign {
+                // `1..2` (ranges) stops before the second dot.
+                if d == b'.' && self.peek(1) == b'.' {
+                    break;
+                }
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        self.tok(Kind::Number, start)
+    }
+}
+
 impl Iterator for Lexer<'_> {
     type Item = Token;
 
@@ -225,28 +315,7 @@ impl Iterator for Lexer<'_> {
                 self.skip_line();
                 self.tok(Kind::Comment, start)
             }
-            b'/' if next == b'*' => {
-                let mut depth = 0usize;
-                self.ran_out = true;
-                while self.pos < self.b.len() {
-                    if self.b[self.pos] == b'/' && self.peek(1) == b'*' {
-                        depth += 1;
-                        self.pos += 2;
-                    } else if self.b[self.pos] == b'*' && self.peek(1) == b'/' {
-                        depth -= 1;
-                        self.pos += 2;
-                        if depth == 0 || self.mysql {
-                            self.ran_out = false;
-                            break;
-                        }
-                    } else {
-                        self.pos += 1;
-                    }
-                }
-                self.pos = self.pos.min(self.b.len());
-                self.closed_or_note(start, "block comment");
-                self.tok(Kind::Comment, start)
-            }
+            b'/' if next == b'*' => self.block_comment(start),
             b'\'' => {
                 self.quoted(b'\'', self.mysql);
                 self.closed_or_note(start, "string");
@@ -272,23 +341,12 @@ impl Iterator for Lexer<'_> {
                 self.closed_or_note(start, "quoted name");
                 self.tok(Kind::QuotedIdent, start)
             }
-            b'e' | b'E' if next == b'\'' => {
-                self.pos += 1;
-                self.quoted(b'\'', true);
-                self.closed_or_note(start, "string");
-                self.tok(Kind::String, start)
-            }
+            b'e' | b'E' if next == b'\'' => self.prefixed_string(start, 1, true),
             b'b' | b'B' | b'x' | b'X' | b'n' | b'N' if next == b'\'' => {
-                self.pos += 1;
-                self.quoted(b'\'', self.mysql);
-                self.closed_or_note(start, "string");
-                self.tok(Kind::String, start)
+                self.prefixed_string(start, 1, self.mysql)
             }
             b'u' | b'U' if next == b'&' && self.peek(2) == b'\'' => {
-                self.pos += 2;
-                self.quoted(b'\'', false);
-                self.closed_or_note(start, "string");
-                self.tok(Kind::String, start)
+                self.prefixed_string(start, 2, false)
             }
             b'$' if next.is_ascii_digit() => {
                 self.pos += 1;
@@ -297,19 +355,7 @@ impl Iterator for Lexer<'_> {
                 }
                 self.tok(Kind::Param, start)
             }
-            b'$' if !self.mysql && self.dollar_tag().is_some() => {
-                let n = self.dollar_tag().unwrap_or(1);
-                let tag = &self.src[start..start + n];
-                self.pos = match self.src[start + n..].find(tag) {
-                    Some(i) => start + n + i + n,
-                    None => {
-                        self.ran_out = true;
-                        self.b.len()
-                    }
-                };
-                self.closed_or_note(start, "dollar-quoted string");
-                self.tok(Kind::String, start)
-            }
+            b'$' if !self.mysql && self.dollar_tag().is_some() => self.dollar_quoted(start),
             b'\\' if self.psql => {
                 if next == b';' {
                     self.pos += 2;
@@ -323,46 +369,13 @@ impl Iterator for Lexer<'_> {
                 self.tok(Kind::Punct, start)
             }
             b':' if psql_var_context(self.b, start) && (self.psql || is_ident_start(next)) => {
-                if self.psql && (next == b'\'' || next == b'"') {
-                    self.pos += 1;
-                    self.quoted(next, false);
-                    self.closed_or_note(start, "psql variable");
-                    return self.tok(Kind::PsqlVar, start);
-                }
-                if is_ident_start(next) {
-                    self.pos += 1;
-                    while is_ident(self.peek(0)) {
-                        self.pos += 1;
-                    }
-                    return self.tok(Kind::PsqlVar, start);
-                }
-                self.pos += 1;
-                self.tok(Kind::Punct, start)
+                self.psql_var(start, next)
             }
             b';' => {
                 self.pos += 1;
                 self.tok(Kind::Semicolon, start)
             }
-            c if c.is_ascii_digit() || (c == b'.' && next.is_ascii_digit()) => {
-                while self.pos < self.b.len() {
-                    let d = self.b[self.pos];
-                    let exp_sign = (d == b'+' || d == b'-')
-                        && matches!(self.b[self.pos - 1], b'e' | b'E')
-                        && self.b[start..self.pos]
-                            .iter()
-                            .all(|c| !c.is_ascii_alphabetic() || *c == b'e' || *c == b'E');
-                    if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || exp_sign {
-                        // `1..2` (ranges) stops before the second dot.
-                        if d == b'.' && self.peek(1) == b'.' {
-                            break;
-                        }
-                        self.pos += 1;
-                    } else {
-                        break;
-                    }
-                }
-                self.tok(Kind::Number, start)
-            }
+            c if c.is_ascii_digit() || (c == b'.' && next.is_ascii_digit()) => self.number(start),
             c if is_ident_start(c) => {
                 while self.pos < self.b.len() && is_ident(self.b[self.pos]) {
                     self.pos += 1;
