@@ -69,25 +69,6 @@ impl Walker<'_, '_> {
         let name = m.method.to_string();
         let arg = m.args.first();
         match name.as_str() {
-            "filter" | "and_filter" => {
-                if let Some(e) = arg {
-                    self.conditions(e, &mut q.filters);
-                }
-            }
-            "find" => {
-                if let Some(e) = arg {
-                    // `.find(k)` is by the primary key `table!` declares (`id` by default).
-                    let value = Part::Param(self.bound(e));
-                    let key = self.ix.primary_key(&q.table).to_string();
-                    q.filters
-                        .push(Cond::key_is(&key, value, self.span(&m.method)));
-                }
-            }
-            "select" => {
-                if let Some(e) = arg {
-                    q.columns = self.columns(e);
-                }
-            }
             "count" => {
                 q.columns = vec![Column {
                     name: "count(*)".into(),
@@ -98,37 +79,21 @@ impl Walker<'_, '_> {
                     return self.run_query(&q, m, args);
                 }
             }
-            // sea-orm.
-            "lock_exclusive" => q.lock = Some("FOR UPDATE"),
-            "lock_shared" => q.lock = Some("FOR SHARE"),
-            "lock" | "lock_with_behavior" => {
-                let said = |e: Option<&syn::Expr>| e.map(|e| self.source_of(e)).unwrap_or_default();
-                let (kind, behavior) = (said(arg), said(m.args.iter().nth(1)));
-                q.lock = Some(match kind.rsplit("::").next() {
-                    Some("Share") => "FOR SHARE",
-                    Some("NoKeyUpdate") => "FOR NO KEY UPDATE",
-                    Some("KeyShare") => "FOR KEY SHARE",
-                    _ => "FOR UPDATE",
-                });
-                q.wait = match behavior.rsplit("::").next() {
-                    Some("SkipLocked") => Some("SKIP LOCKED"),
-                    Some("Nowait") => Some("NOWAIT"),
-                    _ => None,
-                };
-            }
-            "col_expr" => {
-                if let (Some(c), Some(v)) = (arg.and_then(|e| self.column(e)), m.args.iter().nth(1))
-                {
-                    let v = self.seaorm_value(v);
-                    q.sets.push((c, v));
-                }
-            }
             "one"
             | "all"
             | "exec"
             | "exec_with_returning"
             | "exec_without_returning"
-            | "stream" => {
+            | "stream"
+            | "first"
+            | "get_result"
+            | "get_results"
+            | "load"
+            | "execute"
+            | "get_result_async"
+            | "load_async"
+            | "execute_async"
+            | "first_async" => {
                 return self.run_query(&q, m, args);
             }
             // An active model written back.
@@ -144,60 +109,100 @@ impl Walker<'_, '_> {
                 };
                 return self.run_query(&q, m, args);
             }
-            "order" | "order_by" | "then_order_by" => {
-                if let Some(e) = arg {
-                    q.order.extend(self.columns(e));
-                }
-            }
-            "set" => {
-                if let Some(e) = arg {
-                    q.sets = self.assignments(e);
-                }
-            }
-            "values" => {
-                if let Some(e) = arg {
-                    q.values = self.assignments(e);
-                    if q.values.is_empty() {
-                        q.values = self.insertable_values(&q.table, e);
-                    }
-                    // Rows in a hash's order: inserted, and locked on conflict, in an order
-                    // of their own in each process.
-                    if self.hash_ordered(e) {
-                        q.rows = Some((self.sorted_collection(e), self.span(e)));
-                    }
-                }
-            }
-            "for_update" => q.lock = Some("FOR UPDATE"),
+            _ if self.locking(&mut q, &name, m) => {}
+            _ => self.builder_step(&mut q, &name, m),
+        }
+        Value::Diesel(q)
+    }
+
+    /// A row lock or its wait policy (diesel's `for_update()`, sea-orm's `lock(..)`).
+    fn locking(&self, q: &mut Query, name: &str, m: &syn::ExprMethodCall) -> bool {
+        match name {
+            "lock_exclusive" | "for_update" => q.lock = Some("FOR UPDATE"),
+            "lock_shared" | "for_share" => q.lock = Some("FOR SHARE"),
             "for_no_key_update" => q.lock = Some("FOR NO KEY UPDATE"),
-            "for_share" => q.lock = Some("FOR SHARE"),
             "for_key_share" => q.lock = Some("FOR KEY SHARE"),
             "skip_locked" => q.wait = Some("SKIP LOCKED"),
             "no_wait" => q.wait = Some("NOWAIT"),
+            "lock" | "lock_with_behavior" => {
+                let said = |e: Option<&syn::Expr>| e.map(|e| self.source_of(e)).unwrap_or_default();
+                let (kind, behavior) = (said(m.args.first()), said(m.args.iter().nth(1)));
+                q.lock = Some(match kind.rsplit("::").next() {
+                    Some("Share") => "FOR SHARE",
+                    Some("NoKeyUpdate") => "FOR NO KEY UPDATE",
+                    Some("KeyShare") => "FOR KEY SHARE",
+                    _ => "FOR UPDATE",
+                });
+                q.wait = match behavior.rsplit("::").next() {
+                    Some("SkipLocked") => Some("SKIP LOCKED"),
+                    Some("Nowait") => Some("NOWAIT"),
+                    _ => None,
+                };
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A builder step that does not run the query: filters, columns, values, conflicts. Those
+    /// that change nothing txlint reads (`limit`, `offset`, `into_boxed`, `distinct`, joins,
+    /// whose other table is not read here) are passed over.
+    fn builder_step(&mut self, q: &mut Query, name: &str, m: &syn::ExprMethodCall) {
+        let Some(e) = m.args.first() else {
+            match name {
+                "on_conflict" | "on_conflict_do_nothing" | "do_nothing" => {
+                    q.on_conflict = Some("DO NOTHING")
+                }
+                "do_update" => q.on_conflict = Some("DO UPDATE"),
+                _ => {}
+            }
+            return;
+        };
+        match name {
+            "filter" | "and_filter" => self.conditions(e, &mut q.filters),
+            "find" => {
+                // `.find(k)` is by the primary key `table!` declares (`id` by default).
+                let value = Part::Param(self.bound(e));
+                let key = self.ix.primary_key(&q.table).to_string();
+                q.filters
+                    .push(Cond::key_is(&key, value, self.span(&m.method)));
+            }
+            "select" => q.columns = self.columns(e),
+            "col_expr" => {
+                if let (Some(c), Some(v)) = (self.column(e), m.args.iter().nth(1)) {
+                    let v = self.seaorm_value(v);
+                    q.sets.push((c, v));
+                }
+            }
+            "order" | "order_by" | "then_order_by" => q.order.extend(self.columns(e)),
+            "set" => q.sets = self.assignments(e),
+            "values" => {
+                q.values = self.assignments(e);
+                if q.values.is_empty() {
+                    q.values = self.insertable_values(&q.table, e);
+                }
+                // Rows in a hash's order: inserted, and locked on conflict, in an order of
+                // their own in each process.
+                if self.hash_ordered(e) {
+                    q.rows = Some((self.sorted_collection(e), self.span(e)));
+                }
+            }
             "on_conflict" | "on_conflict_do_nothing" => {
                 q.on_conflict = Some("DO NOTHING");
-                if let Some(e) = arg {
-                    // diesel names the target (`users::email`, a tuple); sea-orm's
-                    // `OnConflict::column(..)..` also says what a conflict updates.
-                    q.conflict_target = self.conflict_columns(e);
-                    let (target, sets) = self.seaorm_on_conflict(e);
-                    q.conflict_target.extend(target);
-                    if !sets.is_empty() {
-                        q.on_conflict = Some("DO UPDATE");
-                        q.sets = sets;
-                    }
+                // diesel names the target (`users::email`, a tuple); sea-orm's
+                // `OnConflict::column(..)..` also says what a conflict updates.
+                q.conflict_target = self.conflict_columns(e);
+                let (target, sets) = self.seaorm_on_conflict(e);
+                q.conflict_target.extend(target);
+                if !sets.is_empty() {
+                    q.on_conflict = Some("DO UPDATE");
+                    q.sets = sets;
                 }
             }
             "do_nothing" => q.on_conflict = Some("DO NOTHING"),
             "do_update" => q.on_conflict = Some("DO UPDATE"),
-            "first" | "get_result" | "get_results" | "load" | "execute" | "get_result_async"
-            | "load_async" | "execute_async" | "first_async" => {
-                return self.run_query(&q, m, args);
-            }
-            // Builders that change nothing txlint reads: `limit`, `offset`, `into_boxed`,
-            // `distinct`, joins (their other table is not read here).
             _ => {}
         }
-        Value::Diesel(q)
     }
 
     /// Run `q` on the connection the call `m` is given: the statement, written out and emitted.
