@@ -42,12 +42,17 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         "serverInfo": { "name": "txlint", "version": env!("CARGO_PKG_VERSION") },
     });
     send(connection, Response::new_ok(id, result).into())?;
-    // Asked once the client says `initialized`: it may be asked things from then on.
-    let watch = params["capabilities"]["workspace"]["didChangeWatchedFiles"]["dynamicRegistration"]
-        .as_bool()
-        .unwrap_or(false);
-    let mut docs: HashMap<String, Doc> = HashMap::new();
-    let mut shut_down = false;
+    let mut server = Server {
+        connection,
+        cwd,
+        utf8,
+        // Asked once the client says `initialized`: it may be asked things from then on.
+        watch: params["capabilities"]["workspace"]["didChangeWatchedFiles"]["dynamicRegistration"]
+            .as_bool()
+            .unwrap_or(false),
+        docs: HashMap::new(),
+        shut_down: false,
+    };
     while let Ok(first) = connection.receiver.recv() {
         // Everything that has arrived meanwhile is one batch: a document changed ten times is
         // linted once, at its latest version.
@@ -56,111 +61,142 @@ pub fn serve(connection: &Connection, cwd: &Path) -> Result<(), String> {
         for msg in batch.collect::<Vec<_>>() {
             match msg {
                 Message::Request(req) => {
-                    let resp = if shut_down {
-                        Response::new_err(
-                            req.id,
-                            lsp_server::ErrorCode::InvalidRequest as i32,
-                            "the server is shutting down".to_string(),
-                        )
-                    } else if req.method == "initialize" {
-                        Response::new_err(
-                            req.id,
-                            lsp_server::ErrorCode::InvalidRequest as i32,
-                            "the server is initialized already".to_string(),
-                        )
-                    } else if req.method == "shutdown" {
-                        shut_down = true;
-                        Response::new_ok(req.id, ())
-                    } else if req.method == "textDocument/codeAction" {
-                        Response::new_ok(req.id, code_actions(&req.params, &docs))
-                    } else if req.method == "textDocument/hover" {
-                        Response::new_ok(req.id, hover(&req.params, &docs, utf8))
-                    } else {
-                        Response::new_err(
-                            req.id,
-                            lsp_server::ErrorCode::MethodNotFound as i32,
-                            format!("txlint does not handle {}", req.method),
-                        )
-                    };
+                    let resp = server.answer(req);
                     send(connection, resp.into())?;
                 }
                 Message::Notification(n) if n.method == "exit" => {
-                    return match shut_down {
+                    return match server.shut_down {
                         true => Ok(()),
                         false => Err(EXIT_WITHOUT_SHUTDOWN.to_string()),
                     };
                 }
-                Message::Notification(n) if n.method == "initialized" => {
-                    if watch {
-                        send(connection, watch_request())?;
-                    }
-                }
-                Message::Notification(n) if n.method == "workspace/didChangeWatchedFiles" => {
-                    // The configuration or the project's context changed: lint everything open.
-                    for uri in docs.keys() {
-                        if !dirty.contains(uri) {
-                            dirty.push(uri.clone());
-                        }
-                    }
-                }
-                Message::Notification(n) => {
-                    let Some(uri) = n.params["textDocument"]["uri"].as_str().map(str::to_string)
-                    else {
-                        continue;
-                    };
-                    let text = match n.method.as_str() {
-                        "textDocument/didOpen" => n.params["textDocument"]["text"]
-                            .as_str()
-                            .map(str::to_string),
-                        "textDocument/didChange" => {
-                            let Some(doc) = docs.get_mut(&uri) else {
-                                continue;
-                            };
-                            let changes = n.params["contentChanges"].as_array();
-                            for change in changes.into_iter().flatten() {
-                                apply(&mut doc.text, change, utf8);
-                            }
-                            None
-                        }
-                        // A save of a document the client never opened here is not ours
-                        // to keep or publish.
-                        "textDocument/didSave" if !docs.contains_key(&uri) => continue,
-                        "textDocument/didSave" => n.params["text"].as_str().map(str::to_string),
-                        "textDocument/didClose" => {
-                            docs.remove(&uri);
-                            dirty.retain(|u| *u != uri);
-                            send(connection, publish(&uri, Vec::new()))?;
-                            continue;
-                        }
-                        _ => continue,
-                    };
-                    let language = n.params["textDocument"]["languageId"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string();
-                    let entry = docs.entry(uri.clone()).or_insert(Doc {
-                        text: String::new(),
-                        language,
-                        found: Vec::new(),
-                    });
-                    if let Some(text) = text {
-                        entry.text = text;
-                    }
-                    if !dirty.contains(&uri) {
-                        dirty.push(uri);
-                    }
-                }
+                Message::Notification(n) => server.notified(n, &mut dirty)?,
                 Message::Response(_) => {}
             }
         }
-        for uri in dirty {
-            if let Some(doc) = docs.get_mut(&uri) {
-                doc.found = lint(&uri, &doc.text, &doc.language, cwd, utf8);
-                send(connection, publish(&uri, doc.found.clone()))?;
-            }
-        }
+        server.republish(dirty)?;
     }
     Ok(())
+}
+
+/// The server's state after the handshake.
+struct Server<'c> {
+    connection: &'c Connection,
+    cwd: &'c Path,
+    /// Positions are in UTF-8 bytes (else UTF-16 code units).
+    utf8: bool,
+    /// The client registers file watchers when asked.
+    watch: bool,
+    docs: HashMap<String, Doc>,
+    shut_down: bool,
+}
+
+impl Server<'_> {
+    /// The answer to a request.
+    fn answer(&mut self, req: lsp_server::Request) -> Response {
+        let invalid = lsp_server::ErrorCode::InvalidRequest as i32;
+        if self.shut_down {
+            Response::new_err(req.id, invalid, "the server is shutting down".to_string())
+        } else if req.method == "initialize" {
+            Response::new_err(
+                req.id,
+                invalid,
+                "the server is initialized already".to_string(),
+            )
+        } else if req.method == "shutdown" {
+            self.shut_down = true;
+            Response::new_ok(req.id, ())
+        } else if req.method == "textDocument/codeAction" {
+            Response::new_ok(req.id, code_actions(&req.params, &self.docs))
+        } else if req.method == "textDocument/hover" {
+            Response::new_ok(req.id, hover(&req.params, &self.docs, self.utf8))
+        } else {
+            Response::new_err(
+                req.id,
+                lsp_server::ErrorCode::MethodNotFound as i32,
+                format!("txlint does not handle {}", req.method),
+            )
+        }
+    }
+
+    /// Lint the documents again and publish what they have now.
+    fn republish(&mut self, dirty: Vec<String>) -> Result<(), String> {
+        for uri in dirty {
+            if let Some(doc) = self.docs.get_mut(&uri) {
+                doc.found = lint(&uri, &doc.text, &doc.language, self.cwd, self.utf8);
+                send(self.connection, publish(&uri, doc.found.clone()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A notification other than `exit`: documents whose findings are to be published again
+    /// are added to `dirty`.
+    fn notified(
+        &mut self,
+        n: lsp_server::Notification,
+        dirty: &mut Vec<String>,
+    ) -> Result<(), String> {
+        if n.method == "initialized" {
+            if self.watch {
+                send(self.connection, watch_request())?;
+            }
+            return Ok(());
+        }
+        if n.method == "workspace/didChangeWatchedFiles" {
+            // The configuration or the project's context changed: lint everything open.
+            for uri in self.docs.keys() {
+                if !dirty.contains(uri) {
+                    dirty.push(uri.clone());
+                }
+            }
+            return Ok(());
+        }
+        let Some(uri) = n.params["textDocument"]["uri"].as_str().map(str::to_string) else {
+            return Ok(());
+        };
+        let text = match n.method.as_str() {
+            "textDocument/didOpen" => n.params["textDocument"]["text"]
+                .as_str()
+                .map(str::to_string),
+            "textDocument/didChange" => {
+                let Some(doc) = self.docs.get_mut(&uri) else {
+                    return Ok(());
+                };
+                let changes = n.params["contentChanges"].as_array();
+                for change in changes.into_iter().flatten() {
+                    apply(&mut doc.text, change, self.utf8);
+                }
+                None
+            }
+            // A save of a document the client never opened here is not ours to keep or
+            // publish.
+            "textDocument/didSave" if !self.docs.contains_key(&uri) => return Ok(()),
+            "textDocument/didSave" => n.params["text"].as_str().map(str::to_string),
+            "textDocument/didClose" => {
+                self.docs.remove(&uri);
+                dirty.retain(|u| *u != uri);
+                return send(self.connection, publish(&uri, Vec::new()));
+            }
+            _ => return Ok(()),
+        };
+        let language = n.params["textDocument"]["languageId"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let entry = self.docs.entry(uri.clone()).or_insert(Doc {
+            text: String::new(),
+            language,
+            found: Vec::new(),
+        });
+        if let Some(text) = text {
+            entry.text = text;
+        }
+        if !dirty.contains(&uri) {
+            dirty.push(uri);
+        }
+        Ok(())
+    }
 }
 
 /// Wait for the client's `initialize` request: its id and parameters, or `None` when the client
