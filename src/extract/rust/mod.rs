@@ -20,6 +20,7 @@ mod emit;
 mod expr;
 mod fallback;
 mod fields;
+mod fncall;
 mod generics;
 mod index;
 mod inline;
