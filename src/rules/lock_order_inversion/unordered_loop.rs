@@ -87,97 +87,111 @@ fn loop_lock(
     {
         return None;
     }
-    {
-        // The row each iteration locks is named by the loop's variable: a key in the `WHERE`
-        // (or, read from tokens only, anywhere in the statement) takes it. A statement whose
-        // key stays the same while other values change (`UPDATE m SET meta = $2 WHERE id = $1`
-        // for each entry of a map) locks one row, the first time.
-        // An upsert's row is named by the values it inserts.
-        let f = &step.facts;
-        let key = f
-            .filters
-            .iter()
-            .map(|p| &p.value)
-            .chain(f.inserts.iter().map(|(_, o)| o));
-        let key_params: Vec<usize> = key.clone().flat_map(|o| o.params.clone()).collect();
-        let key_idents: Vec<&str> = key
-            .flat_map(|o| o.idents.iter().map(|i| i.as_str()))
-            .collect();
-        let in_key = |param: usize| !f.parsed || key_params.contains(&param);
-        let of_loop = |text: &str| {
-            lp.vars
+    let (keys, keyed) = keyed_by_loop(lp, step);
+    let schema = cx.program.schema(step.span.file);
+    if from_held_rows(&outside, step.seq, &keys)
+        || (!keys.is_empty()
+            && keys
                 .iter()
-                .any(|v| text == v || text.starts_with(&format!("{v}.")))
-        };
-        let keys: Vec<&Input> = step
-            .host()
-            .inputs
-            .iter()
-            .filter(|i| in_key(i.param) && of_loop(&i.text))
-            .collect();
-        let schema = cx.program.schema(step.span.file);
-        if from_held_rows(&outside, step.seq, &keys)
-            || (!keys.is_empty()
-                && keys
-                    .iter()
-                    .all(|i| flow::inserted_key(schema, before, step, i)))
-        {
-            return None;
-        }
-        let keyed = !keys.is_empty()
-            || f.extra().uses.iter().any(|u| {
-                lp.vars.iter().any(|v| v.as_str() == u.as_str())
-                    && (!f.parsed
-                        || key_idents
-                            .iter()
-                            .any(|k| k.split('.').next() == Some(u.as_str())))
-            });
-        // Rows claimed with `SKIP LOCKED` one key at a time never wait: no deadlock.
-        let acquired = lockgraph::acquisitions(step)
-            .into_iter()
-            .find(|(r, _, waits)| *waits && matches!(r, Resource::Table(_)));
-        let (Some((resource, span, _)), true) = (acquired, keyed) else {
-            return None;
-        };
-        // `FOR r IN SELECT id FROM t .. LOOP UPDATE t .. WHERE id = r.id`: every run of the
-        // query visits the rows of `t` in the same scan order; only rows of another table,
-        // reached through the query's values, come in an order of their own.
-        let query = lp.query.and_then(|q| before.iter().find(|s| s.seq == q));
-        if query.is_some_and(|q| {
-            q.facts.ordered
-                || q.facts
-                    .reads
-                    .iter()
-                    .any(|t| matches!(&resource, Resource::Table(n) if *n == t.name))
-        }) {
-            return None;
-        }
-        let (order, note, help) = match query {
-            Some(_) => (
-                "the rows of a query with no `ORDER BY`",
-                "locked once per row of the loop's query",
-                "add `ORDER BY` on the key to the loop's query, or lock the rows first in one statement (`SELECT ... ORDER BY id FOR UPDATE`)",
-            ),
-            None => (
-                "a collection that is not sorted",
-                "locked once per key, in collection order",
-                "sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)",
-            ),
-        };
-        Some((
-            lp.span,
-            Diagnostic::new(
-                &RULE,
-                span,
-                format!(
-                    "rows of {} are locked one at a time in the order of {order}: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
-                    resource.label(),
-                ),
-            )
-            .note(note)
-            .in_step(step)
-            .label(lp.span, "iterated in no particular order")
-            .help(help),
-        ))
+                .all(|i| flow::inserted_key(schema, before, step, i)))
+    {
+        return None;
     }
+    // Rows claimed with `SKIP LOCKED` one key at a time never wait: no deadlock.
+    let acquired = lockgraph::acquisitions(step)
+        .into_iter()
+        .find(|(r, _, waits)| *waits && matches!(r, Resource::Table(_)));
+    let (Some((resource, span, _)), true) = (acquired, keyed) else {
+        return None;
+    };
+    // `FOR r IN SELECT id FROM t .. LOOP UPDATE t .. WHERE id = r.id`: every run of the query
+    // visits the rows of `t` in the same scan order; only rows of another table, reached
+    // through the query's values, come in an order of their own.
+    let query = lp.query.and_then(|q| before.iter().find(|s| s.seq == q));
+    if query.is_some_and(|q| {
+        q.facts.ordered
+            || q.facts
+                .reads
+                .iter()
+                .any(|t| matches!(&resource, Resource::Table(n) if *n == t.name))
+    }) {
+        return None;
+    }
+    Some((
+        lp.span,
+        loop_diagnostic(lp, step, &resource, span, query.is_some()),
+    ))
+}
+
+/// The inputs of `step` that the loop's variables give its key, and whether the loop names
+/// the row it locks. The row each iteration locks is named by the loop's variable: a key in
+/// the `WHERE` (or, read from tokens only, anywhere in the statement) takes it. A statement
+/// whose key stays the same while other values change (`UPDATE m SET meta = $2 WHERE id =
+/// $1` for each entry of a map) locks one row, the first time. An upsert's row is named by
+/// the values it inserts.
+fn keyed_by_loop<'s>(lp: &Loop, step: &'s Step) -> (Vec<&'s Input>, bool) {
+    let f = &step.facts;
+    let key = f
+        .filters
+        .iter()
+        .map(|p| &p.value)
+        .chain(f.inserts.iter().map(|(_, o)| o));
+    let key_params: Vec<usize> = key.clone().flat_map(|o| o.params.clone()).collect();
+    let key_idents: Vec<&str> = key
+        .flat_map(|o| o.idents.iter().map(|i| i.as_str()))
+        .collect();
+    let in_key = |param: usize| !f.parsed || key_params.contains(&param);
+    let of_loop = |text: &str| {
+        lp.vars
+            .iter()
+            .any(|v| text == v || text.starts_with(&format!("{v}.")))
+    };
+    let keys: Vec<&Input> = step
+        .host()
+        .inputs
+        .iter()
+        .filter(|i| in_key(i.param) && of_loop(&i.text))
+        .collect();
+    let keyed = !keys.is_empty()
+        || f.extra().uses.iter().any(|u| {
+            lp.vars.iter().any(|v| v.as_str() == u.as_str())
+                && (!f.parsed
+                    || key_idents
+                        .iter()
+                        .any(|k| k.split('.').next() == Some(u.as_str())))
+        });
+    (keys, keyed)
+}
+
+fn loop_diagnostic(
+    lp: &Loop,
+    step: &Step,
+    resource: &Resource,
+    span: Span,
+    query: bool,
+) -> Diagnostic {
+    let (order, note, help) = match query {
+        true => (
+            "the rows of a query with no `ORDER BY`",
+            "locked once per row of the loop's query",
+            "add `ORDER BY` on the key to the loop's query, or lock the rows first in one statement (`SELECT ... ORDER BY id FOR UPDATE`)",
+        ),
+        false => (
+            "a collection that is not sorted",
+            "locked once per key, in collection order",
+            "sort the keys before the loop (`ids.sort()`, or a `BTreeSet`), or lock them all first in one statement (`SELECT ... WHERE id = ANY($1) ORDER BY id FOR UPDATE`)",
+        ),
+    };
+    Diagnostic::new(
+        &RULE,
+        span,
+        format!(
+            "rows of {} are locked one at a time in the order of {order}: two transactions with overlapping keys can each hold some rows and wait for the others (deadlock)",
+            resource.label(),
+        ),
+    )
+    .note(note)
+    .in_step(step)
+    .label(lp.span, "iterated in no particular order")
+    .help(help)
 }
