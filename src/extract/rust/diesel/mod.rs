@@ -247,47 +247,59 @@ impl Query {
                 w.text("DELETE FROM ");
                 w.column(&table);
             }
-            Kind::Insert => {
-                w.text("INSERT INTO ");
-                w.column(&table);
-                if self.values.is_empty() {
-                    // `.values(&new_row)`: columns txlint does not see.
-                    w.text(" DEFAULT VALUES");
+            Kind::Insert => self.insert(&mut w, &table),
+        }
+        self.filters_and_locks(&mut w);
+        let (text, mut map) = (w.text, w.map);
+        // The statement ends where the chain does.
+        map.push(text.len(), at.end());
+        (text, map, binds)
+    }
+
+    /// `INSERT INTO t (..) VALUES (..)` and its `ON CONFLICT`.
+    fn insert(&self, w: &mut Writer, table: &Column) {
+        w.text("INSERT INTO ");
+        w.column(table);
+        if self.values.is_empty() {
+            // `.values(&new_row)`: columns txlint does not see.
+            w.text(" DEFAULT VALUES");
+        }
+        w.text(if self.values.is_empty() { "" } else { " (" });
+        for (i, (c, _)) in self.values.iter().enumerate() {
+            if i > 0 {
+                w.text(", ");
+            }
+            w.column(c);
+        }
+        if !self.values.is_empty() {
+            w.text(") VALUES (");
+            for (i, (_, v)) in self.values.iter().enumerate() {
+                if i > 0 {
+                    w.text(", ");
                 }
-                w.text(if self.values.is_empty() { "" } else { " (" });
-                for (i, (c, _)) in self.values.iter().enumerate() {
-                    if i > 0 {
-                        w.text(", ");
-                    }
-                    w.column(c);
-                }
-                if !self.values.is_empty() {
-                    w.text(") VALUES (");
-                    for (i, (_, v)) in self.values.iter().enumerate() {
-                        if i > 0 {
-                            w.text(", ");
-                        }
-                        w.part(v);
-                    }
-                    w.text(")");
-                }
-                if let Some(what) = self.on_conflict {
-                    w.text(" ON CONFLICT ");
-                    for (i, c) in self.conflict_target.iter().enumerate() {
-                        w.text(if i == 0 { "(" } else { ", " });
-                        w.column(c);
-                    }
-                    if !self.conflict_target.is_empty() {
-                        w.text(") ");
-                    }
-                    w.text(what);
-                    if what == "DO UPDATE" {
-                        w.text(" SET ");
-                        self.assignments(&mut w, &self.sets);
-                    }
-                }
+                w.part(v);
+            }
+            w.text(")");
+        }
+        if let Some(what) = self.on_conflict {
+            w.text(" ON CONFLICT ");
+            for (i, c) in self.conflict_target.iter().enumerate() {
+                w.text(if i == 0 { "(" } else { ", " });
+                w.column(c);
+            }
+            if !self.conflict_target.is_empty() {
+                w.text(") ");
+            }
+            w.text(what);
+            if what == "DO UPDATE" {
+                w.text(" SET ");
+                self.assignments(w, &self.sets);
             }
         }
+    }
+
+    /// `WHERE`, `ORDER BY` and the row lock.
+    fn filters_and_locks(&self, w: &mut Writer) {
         for (i, c) in self.filters.iter().enumerate() {
             w.text(if i == 0 { " WHERE " } else { " AND " });
             if c.or.is_empty() {
@@ -313,10 +325,6 @@ impl Query {
                 w.text(&format!(" {wait}"));
             }
         }
-        let (text, mut map) = (w.text, w.map);
-        // The statement ends where the chain does.
-        map.push(text.len(), at.end());
-        (text, map, binds)
     }
 
     fn assignments(&self, w: &mut Writer, sets: &[(Column, Part)]) {
