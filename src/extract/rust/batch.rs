@@ -78,44 +78,12 @@ pub(super) fn batch(
     let mut crates = dialects::Crates::default();
     let mut parsed = Vec::new();
     let mut late = HashSet::new();
-    let mut candidates = Vec::new();
     let mut modules = modules::Modules::default();
-    // Files read here and not parsed: a background job's loop may be there (see `jobs::mark`).
-    let mut unparsed = Vec::new();
-    // Files the pre-scan left out.
-    let mut skipped = Vec::new();
-    for (i, (id, f)) in own.iter_mut().enumerate() {
-        if f.unread {
-            f.unread = false;
-            match crate::extract::load(&f.path, *id) {
-                Ok((text, note)) => {
-                    front.out.notes.extend(note);
-                    late.insert(*id);
-                    modules.add(&f.path, &text);
-                    if !prescan::may_matter(&text, &config.rust) {
-                        front.out.stats.rust_skipped += 1;
-                        unparsed.push(i);
-                        skipped.push(i);
-                        continue;
-                    }
-                    f.set_text(text);
-                }
-                Err(read_error) => {
-                    front.out.notes.push(*read_error);
-                    front.out.unreadable += 1;
-                    continue;
-                }
-            }
-        } else {
-            modules.add(&f.path, f.text());
-            if !prescan::may_matter(f.text(), &config.rust) {
-                front.out.stats.rust_skipped += 1;
-                skipped.push(i);
-                continue;
-            }
-        }
-        candidates.push(i);
-    }
+    let Read {
+        mut candidates,
+        mut unparsed,
+        skipped,
+    } = read(&mut own, config, &mut front, &mut modules, &mut late);
     for i in macro_users(
         &mut own,
         (&candidates, &skipped),
@@ -160,17 +128,77 @@ pub(super) fn batch(
     if bytes > TRIM_AFTER {
         give_back_memory();
     }
-    // Files read here that nothing points into are forgotten (a suppression comment counts).
-    let mut kept: HashSet<FileId> = front.out.units.iter().flat_map(Unit::files).collect();
-    kept.extend(front.out.summaries.iter().flat_map(|s| s.unit.files()));
-    kept.extend(front.out.failures.iter().map(|f| f.span.file));
-    kept.extend(front.out.unread_sql.iter().map(|s| s.file));
-    for (id, f) in &mut own {
+    forget_unused(&front.out, &mut own, &late);
+    (front.out, own)
+}
+
+/// What a batch's reading found: the files to parse, the files read here and not parsed (a
+/// background job's loop may be there, see `jobs::mark`), and the files the pre-scan left out.
+struct Read {
+    candidates: Vec<usize>,
+    unparsed: Vec<usize>,
+    skipped: Vec<usize>,
+}
+
+/// Read the batch's files not read yet, and keep those the pre-scan says may matter.
+fn read(
+    own: &mut [(FileId, SourceFile)],
+    config: &Config,
+    front: &mut Front,
+    modules: &mut modules::Modules,
+    late: &mut HashSet<FileId>,
+) -> Read {
+    let mut out = Read {
+        candidates: Vec::new(),
+        unparsed: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for (i, (id, f)) in own.iter_mut().enumerate() {
+        if f.unread {
+            f.unread = false;
+            match crate::extract::load(&f.path, *id) {
+                Ok((text, note)) => {
+                    front.out.notes.extend(note);
+                    late.insert(*id);
+                    modules.add(&f.path, &text);
+                    if !prescan::may_matter(&text, &config.rust) {
+                        front.out.stats.rust_skipped += 1;
+                        out.unparsed.push(i);
+                        out.skipped.push(i);
+                        continue;
+                    }
+                    f.set_text(text);
+                }
+                Err(read_error) => {
+                    front.out.notes.push(*read_error);
+                    front.out.unreadable += 1;
+                    continue;
+                }
+            }
+        } else {
+            modules.add(&f.path, f.text());
+            if !prescan::may_matter(f.text(), &config.rust) {
+                front.out.stats.rust_skipped += 1;
+                out.skipped.push(i);
+                continue;
+            }
+        }
+        out.candidates.push(i);
+    }
+    out
+}
+
+/// Files read here that nothing points into are forgotten (a suppression comment counts).
+fn forget_unused(out: &Extracted, own: &mut [(FileId, SourceFile)], late: &HashSet<FileId>) {
+    let mut kept: HashSet<FileId> = out.units.iter().flat_map(Unit::files).collect();
+    kept.extend(out.summaries.iter().flat_map(|s| s.unit.files()));
+    kept.extend(out.failures.iter().map(|f| f.span.file));
+    kept.extend(out.unread_sql.iter().map(|s| s.file));
+    for (id, f) in own {
         if late.contains(id) && !kept.contains(id) && !f.text().contains("txlint") {
             f.forget();
         }
     }
-    (front.out, own)
 }
 
 /// Every function of a batch's parsed files, walked.
@@ -194,36 +222,10 @@ pub(super) fn walk_all(
         Walker::new(&index, front, &mut shared, *file).sql_only(expr);
     }
     let (mut units, mut ends) = (Vec::new(), Vec::new());
-    for (i, f) in index.fns.iter().enumerate() {
-        let mut w = Walker::new(&index, front, &mut shared, f.file);
-        w.test = f.test && !config.include_tests;
-        w.in_async = f.sig.asyncness.is_some();
-        w.borrowed = f
-            .sig
-            .inputs
-            .iter()
-            .filter_map(|a| match a {
-                syn::FnArg::Typed(t) if matches!(&*t.ty, syn::Type::Reference(_)) => {
-                    match &*t.pat {
-                        syn::Pat::Ident(id) => Some(id.ident.to_string()),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            })
-            .collect();
-        w.stack.push(i);
-        w.params(f.sig, f.owner, None, None);
-        w.note_held_params(f.sig);
-        let returns = match w.body(f.block) {
-            Value::Handle(h) => Returns::Handle(h.kind),
-            Value::Data(flow) => Returns::Data(flow.iter().collect()),
-            _ => Returns::Nothing,
-        };
-        let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
-        let held = std::mem::take(&mut w.held);
-        units.push((i, w.finish(f), held));
-        ends.push((returns, open));
+    for i in 0..index.fns.len() {
+        let (unit, held, end) = walk_fn(&index, front, &mut shared, config, i);
+        units.push((i, unit, held));
+        ends.push(end);
     }
     leases::mark(&index, &mut units);
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
@@ -247,7 +249,51 @@ pub(super) fn walk_all(
             None => front.out.units.push(unit),
         }
     }
-    let mut declared: Vec<_> = index.tables.values().cloned().collect();
+    front.out.declared.extend(declared_tables(&index));
+}
+
+/// One function walked: its unit, the handles it holds, what it returns and the transactions
+/// it leaves open.
+fn walk_fn<'a>(
+    index: &Index<'a>,
+    front: &mut Front,
+    shared: &mut Shared<'a>,
+    config: &Config,
+    i: usize,
+) -> (Unit, Vec<leases::Held>, (Returns, Vec<usize>)) {
+    let f = &index.fns[i];
+    let mut w = Walker::new(index, front, shared, f.file);
+    w.test = f.test && !config.include_tests;
+    w.in_async = f.sig.asyncness.is_some();
+    w.borrowed = f
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(t) if matches!(&*t.ty, syn::Type::Reference(_)) => match &*t.pat {
+                syn::Pat::Ident(id) => Some(id.ident.to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    w.stack.push(i);
+    w.params(f.sig, f.owner, None, None);
+    w.note_held_params(f.sig);
+    let returns = match w.body(f.block) {
+        Value::Handle(h) => Returns::Handle(h.kind),
+        Value::Data(flow) => Returns::Data(flow.iter().collect()),
+        _ => Returns::Nothing,
+    };
+    let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
+    let held = std::mem::take(&mut w.held);
+    (w.finish(f), held, (returns, open))
+}
+
+/// The tables diesel's `table!` and sea-orm's entities declare, with the foreign keys of
+/// `joinable!` and `belongs_to` relations.
+fn declared_tables(index: &Index) -> Vec<TableDdl> {
+    let mut declared: Vec<TableDdl> = index.tables.values().cloned().collect();
     // `joinable!(child -> parent (column))`: a foreign key to the parent's primary key.
     for [child, parent, column] in &index.joinables {
         let (Some(c), Some(p)) = (index.tables.get(child), index.tables.get(parent)) else {
@@ -288,7 +334,7 @@ pub(super) fn walk_all(
         }
     }
     declared.sort_by(|a, b| a.table.cmp(&b.table));
-    front.out.declared.extend(declared);
+    declared
 }
 
 /// The Rust files in batches, one per Cargo workspace (the nearest `Cargo.toml` with a
