@@ -370,70 +370,20 @@ fn check(args: CheckArgs) -> ExitCode {
     };
     if let Some(file) = &args.baseline {
         if args.write_baseline {
-            let text = txlint::baseline::write(&run);
-            return match std::fs::write(file, text) {
-                Ok(()) => {
-                    eprintln!(
-                        "txlint: wrote {} findings to the baseline {}",
-                        run.diagnostics.len(),
-                        file.display()
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(format!("cannot write {}: {e}", file.display())),
-            };
+            return write_baseline(&run, file);
         }
-        let known = match std::fs::read_to_string(file) {
-            Ok(text) => txlint::baseline::parse(&text)
-                .map_err(|e| format!("{}: not a txlint baseline: {e}", file.display())),
-            Err(e) => Err(format!(
-                "cannot read the baseline {}: {e} (write one with --write-baseline)",
-                file.display()
-            )),
-        };
-        match known {
+        match read_baseline(file) {
             Ok(known) => choice = choice.with_baseline(known),
             Err(e) => return fail(e),
         }
     }
     choice.apply(&mut run);
     if args.witness {
-        let index = txlint::witness::Witnesses::new(&run.program);
-        let witnesses = run
-            .diagnostics
-            .iter()
-            .map(|d| {
-                let core = registry::find(d.rule).is_some_and(|r| r.core);
-                core.then(|| index.of(d))
-            })
-            .collect();
-        run.witnesses = witnesses;
+        run.witnesses = witnesses(&run);
     }
     // The reports need the files and the findings, not the model: give its memory back first.
     run.program.forget_model();
-    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let style = TextStyle {
-        color: match args.color {
-            Color::Always => true,
-            Color::Never => false,
-            Color::Auto => to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        },
-        width: if to_terminal { terminal_width() } else { 100 },
-    };
-    let rendered = match (args.statistics, args.format) {
-        (true, _) => statistics(&run),
-        (false, Format::Text) if args.quiet => report::text::render_findings(&run, style),
-        (false, format) => report::render(&run, format, style),
-    };
-    let written = match &args.output {
-        Some(path) => std::fs::write(path, &rendered)
-            .map_err(|e| format!("cannot write {}: {e}", path.display())),
-        None => std::io::stdout()
-            .lock()
-            .write_all(rendered.as_bytes())
-            .map_err(|e| format!("cannot write the report: {e}")),
-    };
-    if let Err(e) = written {
+    if let Err(e) = write_report(&args, &run) {
         return fail(e);
     }
     if !args.quiet && (args.output.is_some() || args.format != Format::Text || args.statistics) {
@@ -450,6 +400,72 @@ fn check(args: CheckArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `--write-baseline`: the run's findings written to `file`.
+fn write_baseline(run: &txlint::Run, file: &Path) -> ExitCode {
+    let text = txlint::baseline::write(run);
+    match std::fs::write(file, text) {
+        Ok(()) => {
+            eprintln!(
+                "txlint: wrote {} findings to the baseline {}",
+                run.diagnostics.len(),
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("cannot write {}: {e}", file.display())),
+    }
+}
+
+/// `--baseline`: the findings known before, which are not shown again.
+fn read_baseline(file: &Path) -> Result<std::collections::HashSet<String>, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => txlint::baseline::parse(&text)
+            .map_err(|e| format!("{}: not a txlint baseline: {e}", file.display())),
+        Err(e) => Err(format!(
+            "cannot read the baseline {}: {e} (write one with --write-baseline)",
+            file.display()
+        )),
+    }
+}
+
+/// `--witness`: each core rule's finding's witness, or why none could be written.
+fn witnesses(run: &txlint::Run) -> Vec<Option<Result<txlint::witness::Witness, String>>> {
+    let index = txlint::witness::Witnesses::new(&run.program);
+    run.diagnostics
+        .iter()
+        .map(|d| {
+            let core = registry::find(d.rule).is_some_and(|r| r.core);
+            core.then(|| index.of(d))
+        })
+        .collect()
+}
+
+/// The report, in the format asked, to `--output` or standard output.
+fn write_report(args: &CheckArgs, run: &txlint::Run) -> Result<(), String> {
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let style = TextStyle {
+        color: match args.color {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        },
+        width: if to_terminal { terminal_width() } else { 100 },
+    };
+    let rendered = match (args.statistics, args.format) {
+        (true, _) => statistics(run),
+        (false, Format::Text) if args.quiet => report::text::render_findings(run, style),
+        (false, format) => report::render(run, format, style),
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, &rendered)
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => std::io::stdout()
+            .lock()
+            .write_all(rendered.as_bytes())
+            .map_err(|e| format!("cannot write the report: {e}")),
     }
 }
 

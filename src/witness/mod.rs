@@ -119,11 +119,40 @@ fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness
         same_as_one_run: false,
         assumed: Vec::new(),
     };
-    // `path:line` of one of the finding's statements (a cycle's other side can be elsewhere).
-    let place = |s: &Step| {
-        let f = &program.files[s.span.file];
-        format!("{}:{}", f.display, f.line(s.span.start()))
-    };
+    one_body_on_one_table(program, &found, &at)?;
+    let race = subject.race;
+    if race == Race::UniqueViolation {
+        return Err(format!(
+            "{at}: no witness is written for a race that a unique key ends in an error (see the rule page for the two-session steps)"
+        ));
+    }
+    if race == Race::CheckThenWrite && found.last().unit.kind == UnitKind::Routine {
+        routine::routine_calls(&mut w, &found, program)?;
+        return Ok(w);
+    }
+    literal_script(program, &found, &at)?;
+    match race {
+        Race::LockEndsWithStatement => xact_lock(&mut w, &found, program)?,
+        Race::SessionLockOnPool => session_lock(&mut w, &found)?,
+        Race::Deadlock => lock_order(&mut w, &found, program)?,
+        Race::LostUpdate => lost_update(&mut w, &found, program)?,
+        Race::CheckThenWrite | Race::InsertAfterEmptyLock => {
+            check_then_insert(&mut w, &found, program)?
+        }
+        Race::UniqueViolation => {}
+    }
+    Ok(w)
+}
+
+/// `path:line` of one of the finding's statements (a cycle's other side can be elsewhere).
+fn place(program: &Program, s: &Step) -> String {
+    let f = &program.files[s.span.file];
+    format!("{}:{}", f.display, f.line(s.span.start()))
+}
+
+/// The statements are PostgreSQL's, each on one table, and none runs through a call or a
+/// trigger: a witness replays one body's statements.
+fn one_body_on_one_table(program: &Program, found: &Found, at: &str) -> Result<(), String> {
     if let Some(s) = found
         .steps
         .iter()
@@ -148,7 +177,7 @@ fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness
         if tables.len() > 1 {
             return Err(format!(
                 "{at}: {} uses several tables ({}); a witness is written for statements on one table each",
-                place(s.step),
+                place(program, s.step),
                 tables.join(", ")
             ));
         }
@@ -156,44 +185,29 @@ fn build(program: &Program, d: &Diagnostic, index: &Witnesses) -> Result<Witness
     if let Some(s) = found.steps.iter().find(|s| !s.step.host().calls.is_empty()) {
         return Err(format!(
             "{at}: {} runs through a call or a trigger; a witness is written for statements of one body",
-            place(s.step)
+            place(program, s.step)
         ));
     }
-    let race = subject.race;
-    if race == Race::UniqueViolation {
-        return Err(format!(
-            "{at}: no witness is written for a race that a unique key ends in an error (see the rule page for the two-session steps)"
-        ));
-    }
-    if race == Race::CheckThenWrite && found.last().unit.kind == UnitKind::Routine {
-        routine::routine_calls(&mut w, &found, program)?;
-        return Ok(w);
-    }
+    Ok(())
+}
+
+/// The statements are a psql script's, with literal values.
+fn literal_script(program: &Program, found: &Found, at: &str) -> Result<(), String> {
     for s in &found.steps {
         if !matches!(s.unit.kind, UnitKind::Script) {
             return Err(format!(
                 "{at}: {} is in a routine body or a query file, whose values and transaction come from its caller; a witness is written for psql scripts",
-                place(s.step)
+                place(program, s.step)
             ));
         }
         if has_parameter(&sql(program, s.step)) {
             return Err(format!(
                 "{at}: {} binds values from host code ($1, ...); a witness needs literal values",
-                place(s.step)
+                place(program, s.step)
             ));
         }
     }
-    match race {
-        Race::LockEndsWithStatement => xact_lock(&mut w, &found, program)?,
-        Race::SessionLockOnPool => session_lock(&mut w, &found)?,
-        Race::Deadlock => lock_order(&mut w, &found, program)?,
-        Race::LostUpdate => lost_update(&mut w, &found, program)?,
-        Race::CheckThenWrite | Race::InsertAfterEmptyLock => {
-            check_then_insert(&mut w, &found, program)?
-        }
-        Race::UniqueViolation => {}
-    }
-    Ok(w)
+    Ok(())
 }
 
 /// The steps of a finding's subject, in its order, with their transactions.

@@ -10,6 +10,7 @@ mod claims;
 mod depends;
 mod guards;
 mod picked;
+mod race;
 mod replace;
 use super::{Context, at_the_call};
 use crate::diagnostic::Diagnostic;
@@ -23,6 +24,7 @@ pub use crate::registry::CHECK_THEN_ACT as RULE;
 use claims::*;
 use depends::*;
 use guards::*;
+use race::{Race, Uncovered, race};
 
 /// What one decision read and one write (or one statement that checks and inserts) come to
 /// when they race: this rule's finding, or, where a unique key fails the second insert with a
@@ -260,38 +262,7 @@ fn finding(
         return None;
     }
     let same_tx = r.tx == w.tx;
-    // A session lock held from before the read until the write (a caller's `pg_try_advisory_lock`
-    // on its own connection around helpers that use the pool) serialises them.
-    if flow
-        .session_locks_held(r.step.seq, w.step.seq)
-        .any(|(l, s)| covers(l, s, r.step))
-    {
-        return None;
-    }
-    // An advisory lock taken first whose key does not pin what the read checks.
-    let mut uncovered = None;
-    if same_tx && w.txn.isolation == Isolation::ReadCommitted {
-        let locks: Vec<_> = advisory_locks_before(w.txn, r.step.seq).collect();
-        if locks.iter().any(|(l, s)| covers(l, s, r.step)) {
-            return None;
-        }
-        uncovered = locks.first().copied();
-    }
-    // Protections: a lock on the guard rows, SERIALIZABLE, a statement that handles the
-    // duplicate, a unique key that refuses it.
-    if same_tx
-        && (w
-            .txn
-            .steps
-            .iter()
-            .any(|g| g.seq < r.step.seq && guards(g, r.step))
-            || keyed_by_held_row(w.txn, r.step)
-            || keyed_by_held_var(flow, ri, w.txn)
-            || !rf.row_locks.is_empty()
-            || w.txn.isolation == Isolation::Serializable)
-    {
-        return None;
-    }
+    let uncovered = unprotected(flow, (r, w), ri, same_tx)?;
     // A count over a set behind a lock on one row: row-lock-predicate-gap's finding.
     if wf.on_conflict || (same_tx && one_row_lock_before(w.txn, r.step).is_some()) {
         return None;
@@ -314,6 +285,51 @@ fn finding(
             same_tx,
         },
     )))
+}
+
+/// Whether nothing serialises the read and the write: `None` when something does (a
+/// session lock held across both, an advisory lock that pins what the read checks, a lock on
+/// the guard rows, a row lock on the read, SERIALIZABLE); else the advisory lock taken first
+/// whose key does not pin what the read checks, if there is one.
+fn unprotected<'s>(
+    flow: &'s Flow,
+    (r, w): (&'s At, &'s At),
+    ri: usize,
+    same_tx: bool,
+) -> Option<Uncovered<'s>> {
+    // A session lock held from before the read until the write (a caller's
+    // `pg_try_advisory_lock` on its own connection around helpers that use the pool)
+    // serialises them.
+    if flow
+        .session_locks_held(r.step.seq, w.step.seq)
+        .any(|(l, s)| covers(l, s, r.step))
+    {
+        return None;
+    }
+    let mut uncovered = None;
+    if same_tx && w.txn.isolation == Isolation::ReadCommitted {
+        let locks: Vec<_> = advisory_locks_before(w.txn, r.step.seq).collect();
+        if locks.iter().any(|(l, s)| covers(l, s, r.step)) {
+            return None;
+        }
+        uncovered = locks.first().copied();
+    }
+    // Protections: a lock on the guard rows, SERIALIZABLE, a statement that handles the
+    // duplicate, a unique key that refuses it.
+    if same_tx
+        && (w
+            .txn
+            .steps
+            .iter()
+            .any(|g| g.seq < r.step.seq && guards(g, r.step))
+            || keyed_by_held_row(w.txn, r.step)
+            || keyed_by_held_var(flow, ri, w.txn)
+            || !r.step.facts.row_locks.is_empty()
+            || w.txn.isolation == Isolation::Serializable)
+    {
+        return None;
+    }
+    Some(uncovered)
 }
 
 /// How the write depends on the read, the state transition it is decided on (if any), and
@@ -402,137 +418,6 @@ fn settled_by_key(
         }
         _ => None,
     })
-}
-
-/// What makes a race of a decision read and a write this rule's finding, beside the two.
-struct Race<'s> {
-    /// How the write depends on the decision (see [`Dependence::describe`]).
-    how: &'s str,
-    /// The state column a transition is decided on, if the decision is one.
-    status: Option<Transition<'s>>,
-    /// An advisory lock taken first that does not pin what the read checks.
-    uncovered: Option<(&'s AdvisoryCall, &'s Step)>,
-    /// The read and the write are in one transaction.
-    same_tx: bool,
-}
-
-/// The finding for a race of the read `r` and the write `w` on `table`.
-fn race(
-    cx: &Context,
-    unit: &Unit,
-    (r, w): (&At, &At),
-    table: &str,
-    Race {
-        how,
-        status,
-        uncovered,
-        same_tx,
-    }: Race,
-) -> Diagnostic {
-    let wf = &w.step.facts;
-    let fired = r.step.run_by(w.step);
-    // Where the finding will be: the write, or the call that sends it (see below).
-    let at = match w.step.host().via {
-        Some(_) if !fired => super::composed_place(w.step, r.step, wf.writes[0].span),
-        _ => w.step.span,
-    };
-    let place = cx.place(r.step.span, at);
-    let decision = match status {
-        Some(t) => format!("`{}` read", t.column),
-        None => what(r.step),
-    };
-    // The decision is made by a trigger (or routine) the write runs: every statement that
-    // fires it acts on it, and the fix goes where it is read. One finding there, each firing
-    // statement a label.
-    let mut message = format!(
-        "this write depends on the {decision} at {place} ({how}), but nothing stops another transaction from changing its answer in between"
-    );
-    if fired {
-        let place = cx.place(w.step.span, r.step.span);
-        message = format!(
-            "the write at {place} runs this {decision} and acts on it ({how}), but nothing stops another transaction from changing its answer in between"
-        );
-    } else if !same_tx {
-        message = format!(
-            "this write depends on the {decision} at {place} ({how}), which runs in another transaction, so its answer can be stale by the time this runs"
-        );
-    }
-    match status {
-        Some(Transition {
-            column: c,
-            weaker: false,
-        }) => {
-            message += &format!(
-                " (two runs can both see the old `{c}` and both make this change, as its `WHERE` does not test `{c}`)"
-            )
-        }
-        Some(Transition {
-            column: c,
-            weaker: true,
-        }) => {
-            message += &format!(
-                " (its `WHERE` tests `{c}` only with a range that values other than the one read also pass, so a row whose `{c}` moved on in between is still overwritten)"
-            )
-        }
-        None => {}
-    }
-    if wf.kind == StmtKind::Insert && !cx.program.schema(w.step.span.file).declares(table) {
-        message += &format!(
-            " (no schema for `{table}` was found: a unique constraint on the inserted key would settle it)"
-        );
-    }
-    if let Some((lock, _)) = uncovered {
-        message += &format!(
-            " (the advisory lock on `{}` does not pin the rows it checks: two runs with different keys both pass)",
-            lock.key
-        );
-    }
-    let unguarded = super::unguarded(cx, unit, (r, w));
-    if let Some((clause, _, _)) = &unguarded {
-        message += &format!(" ({clause})");
-    }
-    let mut d = match fired {
-        true => Diagnostic::new(&RULE, r.step.span, message)
-            .note("decided here")
-            .in_step(r.step)
-            .label(
-                wf.writes[0].span,
-                "runs the check, and acts on the decision",
-            ),
-        false => {
-            let d = Diagnostic::new(&RULE, wf.writes[0].span, message).note("acts on the decision");
-            // A write a host helper sends after its caller's read: the caller composes the
-            // race. (A routine or trigger a statement runs is no choice of the caller's: at
-            // the write.)
-            let d = match w.step.host().via {
-                Some(_) => at_the_call(
-                    d,
-                    (w.step, r.step),
-                    [
-                        "acts on the decision through this call",
-                        "the write it sends",
-                        "decides through this call",
-                    ],
-                ),
-                None => d.in_step(w.step),
-            };
-            d.label(r.step.span, "decided here")
-        }
-    };
-    d = d.about(
-        crate::diagnostic::Race::CheckThenWrite,
-        &[(unit, r.step), (unit, w.step)],
-    );
-    if let Some((lock, _)) = uncovered {
-        d = d.label(lock.span, "locks a key the check is not confined to");
-    }
-    if let Some((_, at, label)) = unguarded {
-        d = d.label(at, label);
-    }
-    match status {
-        Some(Transition { column: c, .. }) => d.help(format!("test the state in the write itself (`UPDATE ... WHERE <key> AND {c} = <the value read>`, then check the rows it changed), or read the row with `SELECT ... FOR UPDATE` in the same transaction")),
-        None => d.help("do check and write in one statement (`INSERT ... ON CONFLICT`, or `INSERT ... WHERE NOT EXISTS` under `pg_advisory_xact_lock` at READ COMMITTED), add a unique constraint on the key, lock the guard rows with `SELECT ... FOR SHARE`/`FOR UPDATE` in the same transaction, or run at SERIALIZABLE and retry"),
-    }
 }
 
 /// The branch arms taken on a condition on each read's value, by the read's sequence number.
