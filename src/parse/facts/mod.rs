@@ -296,86 +296,36 @@ impl Reader<'_> {
         // The AST is walked for calls only if a word before `(` names a routine of the run.
         let calls = self.calls_routine(stmt);
         let mut s = super::ast::structure(first, &locate, calls.then_some(self.routines));
-        let psql: Vec<String> = stmt
-            .tokens
-            .iter()
-            .filter(|t| t.kind == Kind::PsqlVar)
-            .map(|t| t.text(self.src)[1..].to_string())
-            .filter(|v| v.starts_with(|c: char| c.is_alphabetic() || c == '_'))
+        let psql = PsqlNames(
+            stmt.tokens
+                .iter()
+                .filter(|t| t.kind == Kind::PsqlVar)
+                .map(|t| t.text(self.src)[1..].to_string())
+                .filter(|v| v.starts_with(|c: char| c.is_alphabetic() || c == '_'))
+                .collect(),
+        );
+        f.columns = std::mem::take(&mut s.columns)
+            .into_iter()
+            .map(Name::from)
             .collect();
-        // A psql variable `:v` reached sqlparser as `_v`: named `:v` again.
-        let named = |i: &mut Name| {
-            if let Some(v) = i.strip_prefix('_')
-                && psql.iter().any(|p| p == v)
-            {
-                *i = compact_str::format_compact!(":{v}");
-            }
-        };
-        let rename = |o: &mut Operand| o.idents.iter_mut().for_each(named);
-        f.columns = s.columns.into_iter().map(Name::from).collect();
-        f.filters = s.filters.into();
+        f.filters = std::mem::take(&mut s.filters).into();
         f.other_conditions = s.other_conditions;
-        f.inserts = s.inserts.into_iter().map(|(c, o)| (c.into(), o)).collect();
+        f.inserts = std::mem::take(&mut s.inserts)
+            .into_iter()
+            .map(|(c, o)| (c.into(), o))
+            .collect();
         // Calls of lock functions are read from tokens, with their key's text.
         s.calls
             .retain(|(n, _)| !LOCK_FUNCTIONS.iter().any(|(l, ..)| l == n));
-        if !s.aggregates.is_empty()
-            || s.ddl.is_some()
-            || !s.claim.is_empty()
-            || !s.compared.is_empty()
-            || !s.absent.is_empty()
-            || !s.calls.is_empty()
-            || !s.tests.is_empty()
-            || !s.conflict_sets.is_empty()
-            || !s.conflict_on.is_empty()
-            || s.condition.is_some()
-        {
-            let e = f.extra_mut();
-            e.calls = s
-                .calls
-                .into_iter()
-                .map(|(name, args)| RoutineCall {
-                    name: name.into(),
-                    args,
-                })
-                .collect();
-            e.aggregates = s.aggregates.into_iter().map(Name::from).collect();
-            e.ddl = s.ddl.map(Box::new);
-            e.claim = s.claim.into_iter().map(Name::from).collect();
-            e.compared = s.compared.into_iter().map(|c| c.map(Name::from)).collect();
-            e.absent = s
-                .absent
-                .into_iter()
-                .map(|(column, by)| {
-                    let mut by: List<Name> = by.into_iter().map(Name::from).collect();
-                    by.iter_mut().for_each(named);
-                    (column.into(), by)
-                })
-                .collect();
-            e.condition = s.condition.map(|mut o| {
-                rename(&mut o);
-                Box::new(o)
-            });
-            e.tests = s.tests.into_iter().map(Name::from).collect();
-            e.absent_tests = s.absent_tests.into_iter().map(Name::from).collect();
-            e.conflict_on = s.conflict_on.into_iter().map(Name::from).collect();
-            e.conflict_sets = s
-                .conflict_sets
-                .into_iter()
-                .map(|(c, mut o)| {
-                    rename(&mut o);
-                    (c.into(), o)
-                })
-                .collect();
-        }
+        extras(&mut s, f, &psql);
         for (_, o) in &mut f.inserts {
-            rename(o);
+            psql.operand(o);
         }
         for p in &mut f.filters {
-            rename(&mut p.value);
+            psql.operand(&mut p.value);
         }
         for (mut item, range) in s.sets {
-            rename(&mut item.value);
+            psql.operand(&mut item.value);
             item.span = range.map(|r| self.span(r));
             f.sets.push(item);
         }
@@ -386,7 +336,7 @@ impl Reader<'_> {
                 .map(|o| compact_str::format_compact!(":{o}"))
                 .collect();
         }
-        for v in psql {
+        for v in psql.0 {
             let v = compact_str::format_compact!(":{v}");
             if !f.extra().uses.contains(&v) {
                 f.extra_mut().uses.push(v);
@@ -523,6 +473,94 @@ impl Reader<'_> {
 }
 
 /// The facts of one PostgreSQL statement, for the families' tests.
+/// The psql variables of a statement (`:v` without its colon): sqlparser read `:v` as `_v`.
+struct PsqlNames(Vec<String>);
+
+impl PsqlNames {
+    /// A psql variable `:v` that reached sqlparser as `_v`, named `:v` again.
+    fn name(&self, i: &mut Name) {
+        if let Some(v) = i.strip_prefix('_')
+            && self.0.iter().any(|p| p == v)
+        {
+            *i = compact_str::format_compact!(":{v}");
+        }
+    }
+
+    fn operand(&self, o: &mut Operand) {
+        o.idents.iter_mut().for_each(|i| self.name(i));
+    }
+}
+
+/// The rarer facts the syntax tree gives (aggregates, DDL, claims, conflicts, calls of the
+/// run's routines), kept apart from the common ones (see [`Facts::extra`]).
+fn extras(s: &mut super::ast::Structure, f: &mut Facts, psql: &PsqlNames) {
+    if s.aggregates.is_empty()
+        && s.ddl.is_none()
+        && s.claim.is_empty()
+        && s.compared.is_empty()
+        && s.absent.is_empty()
+        && s.calls.is_empty()
+        && s.tests.is_empty()
+        && s.conflict_sets.is_empty()
+        && s.conflict_on.is_empty()
+        && s.condition.is_none()
+    {
+        return;
+    }
+    let e = f.extra_mut();
+    e.calls = std::mem::take(&mut s.calls)
+        .into_iter()
+        .map(|(name, args)| RoutineCall {
+            name: name.into(),
+            args,
+        })
+        .collect();
+    e.aggregates = std::mem::take(&mut s.aggregates)
+        .into_iter()
+        .map(Name::from)
+        .collect();
+    e.ddl = s.ddl.take().map(Box::new);
+    e.claim = std::mem::take(&mut s.claim)
+        .into_iter()
+        .map(Name::from)
+        .collect();
+    e.compared = std::mem::take(&mut s.compared)
+        .into_iter()
+        .map(|c| c.map(Name::from))
+        .collect();
+    e.absent = std::mem::take(&mut s.absent)
+        .into_iter()
+        .map(|(column, by)| {
+            let mut by: List<Name> = by.into_iter().map(Name::from).collect();
+            by.iter_mut().for_each(|i| psql.name(i));
+            (column.into(), by)
+        })
+        .collect();
+    e.condition = s.condition.take().map(|mut o| {
+        psql.operand(&mut o);
+        Box::new(o)
+    });
+    e.tests = std::mem::take(&mut s.tests)
+        .into_iter()
+        .map(Name::from)
+        .collect();
+    e.absent_tests = std::mem::take(&mut s.absent_tests)
+        .into_iter()
+        .map(Name::from)
+        .collect();
+    e.conflict_on = std::mem::take(&mut s.conflict_on)
+        .into_iter()
+        .map(Name::from)
+        .collect();
+    e.conflict_sets = std::mem::take(&mut s.conflict_sets)
+        .into_iter()
+        .map(|(c, mut o)| {
+            psql.operand(&mut o);
+            (c.into(), o)
+        })
+        .collect();
+}
+
 #[cfg(test)]
 fn facts_of(sql: &str) -> (Facts, Option<ParseFailure>) {
     let map = OffsetMap::shifted(0);
