@@ -35,6 +35,7 @@ use whole::Whole;
 
 mod scan;
 mod whole;
+mod words;
 
 /// Rounds of looking for callers' callers, and the names looked for in all, per batch.
 const MAX_ROUNDS: usize = 8;
@@ -118,7 +119,7 @@ pub(super) fn mark(
         at.next()?.filter(|_| at.all(|k| k.is_some()))
     };
     // No text that could wait for a timer or hand work to a scheduler: no job to look for.
-    if !texts.iter().any(|t| scan::may_wait(t.text)) {
+    if !texts.iter().any(|t| words::may_wait(t.text)) {
         names.clear();
     }
     if names.is_empty() && held.is_empty() {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 use super::Text;
-use crate::extract::rust::collect::words;
+use super::words::*;
 use crate::source::{FileId, LineIndex, Span};
 
 #[derive(Default)]
@@ -85,7 +85,7 @@ struct Ctx {
 }
 
 /// Nesting of groups read; real code stays far below.
-const MAX_DEPTH: usize = 128;
+pub(super) const MAX_DEPTH: usize = 128;
 
 impl Graph {
     /// Read one file's functions, loops and calls; false if it is no Rust tokens.
@@ -188,7 +188,7 @@ struct Scanner<'g> {
 }
 
 /// Words that can stand before `(` and name no function.
-const KEYWORDS: &[&str] = &[
+pub(super) const KEYWORDS: &[&str] = &[
     "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
     "false", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
     "return", "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
@@ -380,30 +380,7 @@ impl Scanner<'_> {
             && is_punct(trees.get(k + 2), '.')
             && matches!(trees.get(k + 3), Some(TokenTree::Ident(i)) if i == "await");
         if !field && !mac && mentions_function(word) {
-            let pinned = call && cx.pinned && k + 2 == trees.len();
-            let awaited = (awaited || pinned) && !cx.dropping;
-            if call && self.graph.keep_calls {
-                let end = self.span(trees[k + 1].span()).end();
-                let at = CallAt {
-                    name: word.to_string(),
-                    method: dotted,
-                    awaited,
-                };
-                self.graph.calls_at.insert((self.file, end), at);
-            }
-            let site = Site {
-                caller: cx.func,
-                timer,
-                test: cx.test,
-                concurrent: cx.repeat && cx.spawned,
-                awaited,
-                method: dotted,
-            };
-            self.graph
-                .sites
-                .entry(word.to_string())
-                .or_default()
-                .push(site);
+            self.site(trees, k, word, (cx, timer), (call, dotted, awaited));
         }
         // `Box::pin(walk(d - 1)).await`: the recursion's way of awaiting a call.
         if awaited && word == "pin" {
@@ -444,6 +421,42 @@ impl Scanner<'_> {
         };
         self.group(&trees[k + 1], inner);
         k + 2
+    }
+
+    /// A call or mention of a function: a site of the call graph (and, where calls are kept,
+    /// how the call at its end is written).
+    fn site(
+        &mut self,
+        trees: &[TokenTree],
+        k: usize,
+        word: &str,
+        (cx, timer): (Ctx, Option<Span>),
+        (call, dotted, awaited): (bool, bool, bool),
+    ) {
+        let pinned = call && cx.pinned && k + 2 == trees.len();
+        let awaited = (awaited || pinned) && !cx.dropping;
+        if call && self.graph.keep_calls {
+            let end = self.span(trees[k + 1].span()).end();
+            let at = CallAt {
+                name: word.to_string(),
+                method: dotted,
+                awaited,
+            };
+            self.graph.calls_at.insert((self.file, end), at);
+        }
+        let site = Site {
+            caller: cx.func,
+            timer,
+            test: cx.test,
+            concurrent: cx.repeat && cx.spawned,
+            awaited,
+            method: dotted,
+        };
+        self.graph
+            .sites
+            .entry(word.to_string())
+            .or_default()
+            .push(site);
     }
 
     fn group(&mut self, tree: &TokenTree, cx: Ctx) {
@@ -499,173 +512,4 @@ impl Scanner<'_> {
         self.group(&trees[b], cx);
         b + 1
     }
-}
-
-/// Macros and calls that drop the futures they run part way: the branches of a `select!`
-/// that lose, the rest of a `try_join!` when one fails, what a `timeout` cuts off.
-const DROPS: &[&str] = &[
-    "select",
-    "select_biased",
-    "try_join",
-    "try_join_all",
-    "timeout",
-    "timeout_at",
-    "abortable",
-];
-
-/// Calls that run a closure per item: what they spawn runs side by side.
-const REPEATS: &[&str] = &["map", "for_each", "flat_map", "filter_map", "try_for_each"];
-
-/// Calls that run their argument beside the caller: `spawn`, `spawn_blocking`, `join_all`,
-/// `buffer_unordered`, `for_each_concurrent`.
-fn spawns(word: &str) -> bool {
-    word.starts_with("spawn")
-        || word.ends_with("join_all")
-        || word.starts_with("buffer")
-        || word.ends_with("_concurrent")
-}
-
-/// Types a loop runs its work side by side with.
-const SIDE_BY_SIDE: &[&str] = &["FuturesUnordered", "JoinSet", "Semaphore"];
-
-/// Calls that receive from a channel.
-const RECEIVES: &[&str] = &[
-    "recv",
-    "try_recv",
-    "recv_many",
-    "recv_timeout",
-    "blocking_recv",
-];
-
-/// A call that waits for a timer: `sleep(..)`, `sleep_until(..)`, `interval.tick()`,
-/// `delay_for(..)`, a backoff's `sleep_async()`.
-fn waits(word: &str) -> bool {
-    word.starts_with("sleep") || word == "tick" || word.starts_with("delay_")
-}
-
-/// `timeout(every, stop.changed())`, `timeout(every, token.cancelled())`: a sleep that a
-/// shutdown signal ends early.
-fn sleeps_until_stopped(word: &str, next: &[TokenTree]) -> bool {
-    let Some(TokenTree::Group(args)) = next.first().filter(|_| word == "timeout") else {
-        return false;
-    };
-    let text = args.stream().to_string();
-    words(&text, "changed") + words(&text, "cancelled") > 0
-}
-
-/// `text` may hold a call of [`waits`], [`sleeps_until_stopped`] or [`schedules`] (a byte
-/// search, before any tokens).
-pub(super) fn may_wait(text: &str) -> bool {
-    static WORDS: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
-        std::sync::OnceLock::new();
-    let words = WORDS.get_or_init(|| {
-        aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(["sleep", "tick", "delay_", "timeout", "every", "cron"])
-            .ok()
-    });
-    words.as_ref().is_none_or(|w| w.is_match(text))
-}
-
-/// A call that hands a closure to a scheduler: clokwerk's `every(..)`, `start_async_cron(..)`.
-fn schedules(word: &str) -> bool {
-    word == "every" || word.to_ascii_lowercase().contains("cron")
-}
-
-/// A word that may name a function: lower case, not a keyword.
-fn mentions_function(word: &str) -> bool {
-    word.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && word != "_"
-        && !KEYWORDS.contains(&word)
-}
-
-/// The loop (`while` or `loop`: its condition and body) waits for a timer, receives from no
-/// channel, runs no work side by side, and is no retry: it does not leave with a value
-/// (`return Ok(row)`, `break conn`), a `while` does not count its turns (`while tried <
-/// retries`) nor wait for a success (`while let Err(e) = op()`).
-fn wakes_on_timer(keyword: &str, trees: &[TokenTree], budget: &mut usize) -> bool {
-    let word = |j: usize| {
-        matches!(trees.get(j), Some(TokenTree::Ident(i)) if i == "let")
-            .then(|| trees.get(j + 1).map(|t| t.to_string()))
-            .flatten()
-    };
-    let counted = keyword == "while"
-        && word(0).is_none()
-        && trees
-            .iter()
-            .any(|t| is_punct(Some(t), '<') || is_punct(Some(t), '>'));
-    // `while let Err(e) = op().await { sleep(..) }`: until it succeeds.
-    let counted = counted || (keyword == "while" && word(0).as_deref() == Some("Err"));
-    let (mut timer, mut other) = (false, counted);
-    visit_words(trees, 0, budget, &mut |w, call, next| {
-        timer |= call && (waits(w) || sleeps_until_stopped(w, next));
-        other |= (call && RECEIVES.contains(&w)) || SIDE_BY_SIDE.contains(&w);
-        other |= matches!(w, "return" | "break") && gives_value(next);
-    });
-    timer && !other
-}
-
-/// What follows `return` or `break` is a value: not nothing, a label, `()` or `Ok(())`.
-fn gives_value(next: &[TokenTree]) -> bool {
-    let empty = |t: Option<&TokenTree>| {
-        matches!(t, Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis
-            && (g.stream().is_empty() || g.stream().to_string().replace(' ', "") == "()"))
-    };
-    match next.first() {
-        None => false,
-        Some(TokenTree::Punct(p)) => !matches!(p.as_char(), ';' | '\'' | ','),
-        Some(TokenTree::Ident(i)) if i == "Ok" => !empty(next.get(1)),
-        Some(t) => !empty(Some(t)),
-    }
-}
-
-/// Every word in `trees`, nested groups included, whether it is called, and what follows it.
-fn visit_words(
-    trees: &[TokenTree],
-    depth: usize,
-    budget: &mut usize,
-    f: &mut impl FnMut(&str, bool, &[TokenTree]),
-) {
-    if depth > MAX_DEPTH || *budget < trees.len() {
-        *budget = 0;
-        return;
-    }
-    *budget -= trees.len();
-    for (k, t) in trees.iter().enumerate() {
-        match t {
-            TokenTree::Ident(i) => f(&i.to_string(), is_call(trees.get(k + 1)), &trees[k + 1..]),
-            TokenTree::Group(g) => {
-                let inner: Vec<TokenTree> = g.stream().into_iter().collect();
-                visit_words(&inner, depth + 1, budget, f);
-            }
-            _ => {}
-        }
-    }
-}
-
-fn is_call(next: Option<&TokenTree>) -> bool {
-    matches!(next, Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis)
-}
-
-fn is_punct(t: Option<&TokenTree>, c: char) -> bool {
-    matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == c)
-}
-
-fn next_semicolon(trees: &[TokenTree], k: usize) -> usize {
-    (k..trees.len())
-        .find(|&j| is_punct(trees.get(j), ';'))
-        .map_or(trees.len(), |j| j + 1)
-}
-
-/// `#[..]` (the bracket group after `#`) marks test code, as the front-end reads attributes
-/// (`#[test]`, `#[tokio::test]`, `#[rstest]`, `#[cfg(test)]`; not `#[cfg(not(test))]`).
-fn is_test_attribute(group: &proc_macro2::Group) -> bool {
-    let tokens: TokenStream = [
-        TokenTree::Punct(proc_macro2::Punct::new('#', proc_macro2::Spacing::Alone)),
-        TokenTree::Group(group.clone()),
-    ]
-    .into_iter()
-    .collect();
-    syn::parse::Parser::parse2(syn::Attribute::parse_outer, tokens)
-        .is_ok_and(|attrs| crate::extract::rust::is_test(&attrs))
 }

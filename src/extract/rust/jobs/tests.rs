@@ -205,10 +205,10 @@ fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
 
 #[test]
 fn only_a_text_with_a_timer_or_a_scheduler_word_may_hold_a_job() {
-    assert!(scan::may_wait("loop { tokio::time::sleep(d).await }"));
-    assert!(scan::may_wait("interval.tick().await"));
-    assert!(scan::may_wait("start_async_cron(\"x\", d, f)"));
-    assert!(!scan::may_wait("loop { work().await; if done { break } }"));
+    assert!(words::may_wait("loop { tokio::time::sleep(d).await }"));
+    assert!(words::may_wait("interval.tick().await"));
+    assert!(words::may_wait("start_async_cron(\"x\", d, f)"));
+    assert!(!words::may_wait("loop { work().await; if done { break } }"));
 }
 
 #[test]
