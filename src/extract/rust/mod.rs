@@ -22,6 +22,7 @@ mod fallback;
 mod fields;
 mod fncall;
 mod generics;
+mod handles;
 mod index;
 mod inline;
 mod jobs;
