@@ -456,7 +456,7 @@ fn lint(uri: &str, text: &str, language: &str, cwd: &Path, utf8: bool) -> Vec<Va
         false => Vec::new(),
     };
     let doc = SourceFile::new(path, display, text.to_string());
-    let run = crate::check_document(doc, &context, folder, &config);
+    let run = crate::pipeline::check_document(doc, &context, folder, &config);
     let file = &run.program.files[0];
     run.diagnostics
         .iter()
