@@ -114,10 +114,16 @@ impl<'a> Walker<'a, '_> {
             .transaction_manager(c, name, &args)
             .or_else(|| self.statement_call(c, p, &segments, name, &args))
             .or_else(|| self.query_function(c, name, &args))
-            .or_else(|| self.built_text(c, &segments, &args))
+        {
+            return v;
+        }
+        // The function of the run the path names, resolved once for the readings below.
+        let callee = self.ix.called(&segments, self.file);
+        if let Some(v) = self
+            .built_text(c, &segments, callee, &args)
             .or_else(|| self.constructor(c, &segments, name))
-            .or_else(|| self.walked_in_place(c, &segments, &args))
-            .or_else(|| self.returned_handle(c, &segments, name, &args))
+            .or_else(|| self.walked_in_place(c, callee, &args))
+            .or_else(|| self.returned_handle(c, &segments, name, callee, &args))
         {
             return v;
         }
@@ -193,6 +199,7 @@ impl<'a> Walker<'a, '_> {
         &mut self,
         c: &syn::ExprCall,
         segments: &[String],
+        callee: Option<usize>,
         args: &[Value],
     ) -> Option<Value> {
         let local = segments[..segments.len() - 1]
@@ -200,7 +207,7 @@ impl<'a> Walker<'a, '_> {
             .all(|s| matches!(s.as_str(), "self" | "Self" | "super" | "crate"));
         if local
             && !args.iter().any(|a| matches!(a, Value::Handle(_)))
-            && let Some(i) = self.ix.called(segments, self.file)
+            && let Some(i) = callee
             && self.ix.fns[i].builds_text()
         {
             let at = self.call_span(c);
@@ -218,7 +225,7 @@ impl<'a> Walker<'a, '_> {
     fn walked_in_place(
         &mut self,
         c: &syn::ExprCall,
-        segments: &[String],
+        callee: Option<usize>,
         args: &[Value],
     ) -> Option<Value> {
         if args
@@ -228,7 +235,7 @@ impl<'a> Walker<'a, '_> {
             let at = self.call_span(c);
             let given = self.passed(args, c.args.iter());
             let texts = self.arg_texts(c.args.iter());
-            let returned = match self.ix.called(segments, self.file) {
+            let returned = match callee {
                 Some(i) => self.inline_fn(i, None, &given, &texts, at),
                 None => Value::None,
             };
@@ -246,9 +253,10 @@ impl<'a> Walker<'a, '_> {
         c: &syn::ExprCall,
         segments: &[String],
         name: &str,
+        callee: Option<usize>,
         args: &[Value],
     ) -> Option<Value> {
-        let declared = match self.ix.called(segments, self.file) {
+        let declared = match callee {
             Some(i) => self.ix.returned_handle(i),
             None => self.ix.returned_by_every(name, false),
         };

@@ -19,9 +19,14 @@ struct Cut {
 impl Cut {
     fn new() -> Self {
         Cut {
-            tx: Transaction::new(Scope::Caller, Executor::Session, Isolation::ReadCommitted),
+            tx: Cut::transaction(),
             done: Vec::new(),
         }
+    }
+
+    /// A body's transaction: its caller's, on the caller's session.
+    fn transaction() -> Transaction {
+        Transaction::new(Scope::Caller, Executor::Session, Isolation::ReadCommitted)
     }
 
     fn push(&mut self, step: Step) {
@@ -33,7 +38,7 @@ impl Cut {
         if ends {
             self.tx.set_end(Some(step.span));
             self.tx.set_ended_within(&step.branch);
-            let done = std::mem::replace(&mut self.tx, Cut::new().tx);
+            let done = std::mem::replace(&mut self.tx, Cut::transaction());
             self.done.push(done);
         } else {
             self.tx.steps.push(step);
