@@ -11,13 +11,34 @@ pub const MAX_FILE_SIZE: u64 = 64 * 1024 * 1024;
 /// process, with no output). Reserved, not committed: only the pages used cost memory.
 pub const STACK: usize = 256 * 1024 * 1024;
 
+/// Set by [`run_on_this_thread`].
+static HERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, every run of this process does its work on the thread that asks for it: no
+/// thread is started for the analysis or for [`parallel`] jobs. For a caller that runs many
+/// small inputs one after another on one thread it made with a [`STACK`]-sized stack (a fuzz
+/// target: starting a thread per input, under a sanitizer that clears each new stack's shadow,
+/// cost most of a small input's time).
+pub fn run_on_this_thread() {
+    HERE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`run_on_this_thread`] was called.
+pub fn on_this_thread() -> bool {
+    HERE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `job(0) .. job(n - 1)` on every core (up to 8 threads with a [`STACK`]-sized stack), taken
-/// in order; the results in order. Runs here when no thread can be had.
+/// in order; the results in order. Runs here when no thread can be had, or after
+/// [`run_on_this_thread`].
 pub fn parallel<T: Send>(n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
-        .min(n);
+    let threads = match on_this_thread() {
+        true => 1,
+        false => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8)
+            .min(n),
+    };
     if threads <= 1 {
         return (0..n).map(&job).collect();
     }

@@ -93,8 +93,12 @@ fn check_with(
 }
 
 /// Lint files already in memory (the CLI, the tests and the documentation examples use this).
-/// The work runs on a thread with a [`STACK`]-sized stack.
+/// The work runs on a thread with a [`STACK`]-sized stack (on the caller's after
+/// [`io::run_on_this_thread`]).
 pub fn check_files(files: Vec<SourceFile>, config: &Config) -> Run {
+    if io::on_this_thread() {
+        return analyse(files, config);
+    }
     let files = std::sync::Mutex::new(Some(files));
     let take = || {
         files

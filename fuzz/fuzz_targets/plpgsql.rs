@@ -10,15 +10,18 @@ use txlint::source::Dialect;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    let body = String::from_utf8_lossy(data);
-    read_body(&body, Dialect::Postgres);
-    if body.contains("$fz$") {
-        return;
-    }
-    let text = format!(
-        "CREATE FUNCTION fz(a int, b int) RETURNS void LANGUAGE plpgsql AS $fz${body}$fz$;\n\
-         DO $fz${body}$fz$;\n"
-    );
-    let run = txlint::check_source("fuzz.sql", &text, &Config::default());
-    common::check(&run, common::full(data));
+    let body = String::from_utf8_lossy(data).into_owned();
+    let full = common::full(data);
+    common::on_stack(move || {
+        read_body(&body, Dialect::Postgres);
+        if body.contains("$fz$") {
+            return;
+        }
+        let text = format!(
+            "CREATE FUNCTION fz(a int, b int) RETURNS void LANGUAGE plpgsql AS $fz${body}$fz$;\n\
+             DO $fz${body}$fz$;\n"
+        );
+        let run = txlint::check_source("fuzz.sql", &text, &Config::default());
+        common::check(&run, full);
+    });
 });

@@ -15,8 +15,11 @@ const NAMES: [&str; 3] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
+    let text = String::from_utf8_lossy(data).into_owned();
     let name = NAMES[data.last().map_or(0, |b| usize::from(*b) % NAMES.len())];
-    let run = txlint::check_source(name, &text, &Config::default());
-    common::check(&run, common::full(data));
+    let full = common::full(data);
+    common::on_stack(move || {
+        let run = txlint::check_source(name, &text, &Config::default());
+        common::check(&run, full);
+    });
 });
