@@ -293,9 +293,14 @@ fn parent_children(cx: &Context, l: &At, lock: &RowLock, later: &[&At]) -> Optio
     )))
 }
 
-/// Every statement of the run that writes `set` runs in a transaction that first locked a row
-/// of one of `guards` (a locking read or an `UPDATE` of it).
-fn every_writer_locks(cx: &Context, set: &str, guards: &[String]) -> bool {
+/// Every statement of the run that writes `set` in a way that `breaks` runs in a transaction
+/// that first locked a row of one of `guards` (a locking read or an `UPDATE` of it).
+fn every_writer_locks(
+    cx: &Context,
+    set: &str,
+    guards: &[String],
+    breaks: impl Fn(&Step) -> bool,
+) -> bool {
     let takes_guard = |s: &Step| {
         let f = &s.facts;
         let names = match f.kind {
@@ -316,9 +321,41 @@ fn every_writer_locks(cx: &Context, set: &str, guards: &[String]) -> bool {
                     s.facts.kind,
                     StmtKind::Insert | StmtKind::Update | StmtKind::Delete
                 ) && s.facts.writes.iter().any(|t| t.name == set);
-                !writes || tx.steps[..i].iter().any(takes_guard)
+                !writes || !breaks(s) || tx.steps[..i].iter().any(takes_guard)
             })
         })
+}
+
+/// Whether `other`, a write of the set that `agg` reads, can change what `agg` told `write`. An
+/// insert decided by a `count` or a `max` (room left, the next number) is undone only by what
+/// adds rows to the set or raises the counted column: inserts, and updates of a column `agg`
+/// reads or filters on. A delete only lowers a count or a max, and an update of other columns
+/// changes neither. Any other decision (a `sum`, a `min`, a delete or update decided by a
+/// count) can be undone by any write.
+fn breaks(agg: &Step, write: &Step, other: &Step) -> bool {
+    let a = &agg.facts;
+    let grows = write.facts.kind == StmtKind::Insert
+        && a.extra()
+            .aggregates
+            .iter()
+            .all(|g| matches!(g.as_str(), "count" | "max"));
+    if !grows {
+        return true;
+    }
+    let watched = |c: &str| {
+        a.other_conditions
+            || a.columns
+                .iter()
+                .chain(a.filters.iter().map(|p| &p.column))
+                .any(|x| x == "*" || x.eq_ignore_ascii_case(c))
+    };
+    match other.facts.kind {
+        StmtKind::Delete => false,
+        StmtKind::Update => {
+            other.facts.sets.is_empty() || other.facts.sets.iter().any(|x| watched(&x.column))
+        }
+        _ => true,
+    }
 }
 
 /// Lock one row, then count or sum a set and write the set on the strength of it: the set is
@@ -401,7 +438,7 @@ fn set_invariant(
     });
     let keyed =
         (!lock_keys.is_empty() && lock_keys.iter().all(|(_, v)| set_keys.contains(v))) || from_lock;
-    if keyed && every_writer_locks(cx, set, &locked) {
+    if keyed && every_writer_locks(cx, set, &locked, |s| breaks(agg_step, w.step, s)) {
         return None;
     }
     Some(
