@@ -97,7 +97,7 @@ pub fn of_text(text: &str) -> Option<Dialect> {
             });
             if !after_operand && !punct_next("|") && !punct_next("&") {
                 match next {
-                    Some(n) if n.kind == Kind::Number && n.start == tok.end => numbered = true,
+                    Some(n) if n.kind == Kind::Number && n.start() == tok.end() => numbered = true,
                     _ => bare = true,
                 }
             }

@@ -44,7 +44,7 @@ pub fn inline(body: &str) -> Option<(String, Vec<std::ops::Range<usize>>)> {
                 .find(|&j| t[j].kind == Kind::Semicolon)
                 .unwrap_or(t.len());
             if let Some(sql) = statement(body, &t[i + 1..end]) {
-                let range = t[i].start..t[end - 1].end;
+                let range = t[i].start()..t[end - 1].end();
                 if sql.len() <= range.len() {
                     let text = out.get_or_insert_with(|| body.to_string());
                     let padded = format!("{sql}{}", " ".repeat(range.len() - sql.len()));
@@ -86,7 +86,7 @@ fn statement(src: &str, t: &[Token]) -> Option<String> {
     if let Some(i) = into {
         let stop = using.filter(|&u| u > i).unwrap_or(t.len());
         sql.push(' ');
-        sql.push_str(&src[t[i].start..t[stop - 1].end]);
+        sql.push_str(&src[t[i].start()..t[stop - 1].end()]);
     }
     Some(sql)
 }

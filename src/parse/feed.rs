@@ -32,29 +32,31 @@ pub fn tokens(sql: &str) -> Option<Vec<TokenWithSpan>> {
         let text = t.text(sql);
         let (token, end) = match t.kind {
             // A word right before a quote can be a prefix to sqlparser (`B"x"`).
-            Kind::Word if text.is_ascii() && !matches!(b.get(t.end), Some(b'\'' | b'"')) => {
-                (word(text), t.end)
+            Kind::Word if text.is_ascii() && !matches!(b.get(t.end()), Some(b'\'' | b'"')) => {
+                (word(text), t.end())
             }
-            Kind::QuotedIdent => (quoted_ident(text)?, t.end),
-            Kind::String => (Token::SingleQuotedString(string(text)?), t.end),
+            Kind::QuotedIdent => (quoted_ident(text)?, t.end()),
+            Kind::String => (Token::SingleQuotedString(string(text)?), t.end()),
             // sqlparser reads on into letters, `$`, `_` and `.` where txlint's lexer stops.
-            Kind::Number if number(text) && !continues(b, t.end) => {
-                (Token::Number(text.to_string(), false), t.end)
+            Kind::Number if number(text) && !continues(b, t.end()) => {
+                (Token::Number(text.to_string(), false), t.end())
             }
-            Kind::Param if !continues(b, t.end) => (Token::Placeholder(text.to_string()), t.end),
-            Kind::Semicolon => (Token::SemiColon, t.end),
+            Kind::Param if !continues(b, t.end()) => {
+                (Token::Placeholder(text.to_string()), t.end())
+            }
+            Kind::Semicolon => (Token::SemiColon, t.end()),
             Kind::Punct => {
-                let (token, end) = punct(b, t.start)?;
+                let (token, end) = punct(b, t.start())?;
                 // An operator of two characters is two tokens of txlint's lexer.
-                while end > t.end && lexer.pos() < end {
+                while end > t.end() && lexer.pos() < end {
                     lexer.next();
                 }
                 (token, end)
             }
             _ => return None,
         };
-        if t.start > prev_end {
-            let gap = &b[prev_end..t.start];
+        if t.start() > prev_end {
+            let gap = &b[prev_end..t.start()];
             if !gap.iter().all(blank) {
                 return None;
             }
@@ -64,13 +66,13 @@ pub fn tokens(sql: &str) -> Option<Vec<TokenWithSpan>> {
                 Whitespace::Space
             };
             let from = at.to(sql, prev_end);
-            let to = at.to(sql, t.start);
+            let to = at.to(sql, t.start());
             out.push(TokenWithSpan::new(
                 Token::Whitespace(space),
                 Span::new(from, to),
             ));
         }
-        let from = at.to(sql, t.start);
+        let from = at.to(sql, t.start());
         let to = at.to(sql, end);
         out.push(TokenWithSpan::new(token, Span::new(from, to)));
         prev_end = end;

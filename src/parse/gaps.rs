@@ -20,7 +20,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
     let touching = |k: usize| {
         t.get(k)
             .zip(t.get(k + 1))
-            .is_some_and(|(a, b)| a.end == b.start)
+            .is_some_and(|(a, b)| a.end() == b.start())
     };
     let mut i = 0;
     while i < t.len() {
@@ -31,7 +31,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
             && touching(i)
             && touching(i + 1)
         {
-            edits.push((t[i + 1].start, t[i + 2].end, String::new()));
+            edits.push((t[i + 1].start(), t[i + 2].end(), String::new()));
             i += 3;
             continue;
         }
@@ -41,11 +41,11 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
             && !mysql
             && plain_string(src, a)
             && plain_string(src, b)
-            && src[a.end..b.start].contains('\n')
-            && src[a.end..b.start].chars().all(char::is_whitespace)
+            && src[a.end()..b.start()].contains('\n')
+            && src[a.end()..b.start()].chars().all(char::is_whitespace)
         {
-            edits.push((a.end - 1, a.end, " ".to_string()));
-            edits.push((b.start, b.start + 1, " ".to_string()));
+            edits.push((a.end() - 1, a.end(), " ".to_string()));
+            edits.push((b.start(), b.start() + 1, " ".to_string()));
             i += 1;
             continue;
         }
@@ -58,7 +58,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
                 && dot + 1 < close
             {
                 let op: String = (dot + 1..close).map(|k| t[k].text(src)).collect();
-                edits.push((t[i].start, t[close].end, op));
+                edits.push((t[i].start(), t[close].end(), op));
                 i = close + 1;
                 continue;
             }
@@ -85,7 +85,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
                     && punct(i - 3, "(")
                     && text_type(i - 4)))
         {
-            edits.push((t[i].start, t[i].end, String::new()));
+            edits.push((t[i].start(), t[i].end(), String::new()));
             i += 1;
             continue;
         }
@@ -96,7 +96,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
             && t.get(i + 4)
                 .is_some_and(|x| matches!(x.kind, Kind::Word | Kind::QuotedIdent))
         {
-            edits.push((t[i].start, t[i + 4].end, "CHECK(TRUE)".to_string()));
+            edits.push((t[i].start(), t[i + 4].end(), "CHECK(TRUE)".to_string()));
             i += 5;
             continue;
         }
@@ -118,7 +118,7 @@ pub fn rewrite(src: &str, t: &[Token], base: usize, prefix: usize, mysql: bool, 
 
 /// `'...'` with no prefix (`E'..'`, `B'..'`, `$$..$$` are other forms).
 fn plain_string(src: &str, t: &Token) -> bool {
-    t.kind == Kind::String && src[t.start..t.end].starts_with('\'') && t.end - t.start >= 2
+    t.kind == Kind::String && src[t.start()..t.end()].starts_with('\'') && t.end() - t.start() >= 2
 }
 
 /// `INSERT .. SELECT <values> ON CONFLICT ..`: with no `FROM`, sqlparser takes `ON` for the
@@ -128,7 +128,7 @@ fn plain_string(src: &str, t: &Token) -> bool {
 pub fn conflict_clause(src: &str, t: &[Token]) -> Option<std::ops::Range<usize>> {
     let mut depth = 0usize;
     let mut start = None;
-    let mut end = t.last()?.end;
+    let mut end = t.last()?.end();
     for (i, tok) in t.iter().enumerate() {
         if tok.is_punct(src, "(") {
             depth += 1;
@@ -138,9 +138,9 @@ pub fn conflict_clause(src: &str, t: &[Token]) -> Option<std::ops::Range<usize>>
             && tok.is(src, "on")
             && t.get(i + 1).is_some_and(|n| n.is(src, "conflict"))
         {
-            start = Some(tok.start);
+            start = Some(tok.start());
         } else if depth == 0 && start.is_some() && tok.is(src, "returning") {
-            end = t[i - 1].end;
+            end = t[i - 1].end();
             break;
         }
     }

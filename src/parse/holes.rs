@@ -103,7 +103,7 @@ pub fn fill(src: &str, tokens: &[Token], base: usize, sql: &mut String) -> bool 
             i += 1;
             continue;
         };
-        let (s, e) = (tokens[i].start - base, tokens[close].end - base);
+        let (s, e) = (tokens[i].start() - base, tokens[close].end() - base);
         if e <= sql.len() && sql.is_char_boundary(s) && sql.is_char_boundary(e) {
             let with = stand_in(&sql[..s], e - s);
             sql.replace_range(s..e, &with);
@@ -120,7 +120,7 @@ fn hole_at(src: &str, t: &[Token], i: usize) -> Option<usize> {
     let touching = |k: usize| {
         t.get(k)
             .zip(t.get(k + 1))
-            .is_some_and(|(a, b)| a.end == b.start)
+            .is_some_and(|(a, b)| a.end() == b.start())
     };
     let word = |k: usize| t.get(k).is_some_and(|x| x.kind == Kind::Word);
     if punct(i, "{") {

@@ -30,34 +30,48 @@ pub enum Kind {
     Meta,
 }
 
+/// Offsets are kept in 32 bits (a file is at most [`crate::io::MAX_FILE_SIZE`]): a statement's
+/// tokens are held while it is read, and a generated one can have millions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token {
     pub kind: Kind,
-    pub start: usize,
-    pub end: usize,
+    start: u32,
+    end: u32,
 }
 
 impl Token {
+    /// Where the token starts, in bytes.
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    /// Where it ends, in bytes.
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
+
     pub fn text<'s>(&self, src: &'s str) -> &'s str {
-        &src[self.start..self.end]
+        &src[self.start()..self.end()]
     }
 
     /// The token's bytes: tests against ASCII words need no character boundaries checked (they
     /// run for every token, many times per statement).
     fn bytes<'s>(&self, src: &'s str) -> &'s [u8] {
-        src.as_bytes().get(self.start..self.end).unwrap_or_default()
+        src.as_bytes()
+            .get(self.start()..self.end())
+            .unwrap_or_default()
     }
 
     /// Case-insensitive keyword test for word tokens.
     pub fn is(&self, src: &str, word: &str) -> bool {
         self.kind == Kind::Word
-            && self.end - self.start == word.len()
+            && self.end() - self.start() == word.len()
             && self.bytes(src).eq_ignore_ascii_case(word.as_bytes())
     }
 
     pub fn is_punct(&self, src: &str, p: &str) -> bool {
         self.kind == Kind::Punct
-            && self.end - self.start == p.len()
+            && self.end() - self.start() == p.len()
             && self.bytes(src) == p.as_bytes()
     }
 }
@@ -148,10 +162,12 @@ impl<'a> Lexer<'a> {
     }
 
     fn tok(&mut self, kind: Kind, start: usize) -> Option<Token> {
+        // Offsets beyond 32 bits cannot come from a file txlint reads; saturate rather than wrap.
+        let at = |p: usize| u32::try_from(p).unwrap_or(u32::MAX);
         Some(Token {
             kind,
-            start,
-            end: self.pos,
+            start: at(start),
+            end: at(self.pos),
         })
     }
 
@@ -414,7 +430,7 @@ pub fn string_body(src: &str, tok: &Token) -> Option<(String, OffsetMap)> {
         };
         return Some((
             text[n..inner_end].to_string(),
-            OffsetMap::shifted(tok.start + n),
+            OffsetMap::shifted(tok.start() + n),
         ));
     }
     if !text.starts_with('\'') {
@@ -422,9 +438,9 @@ pub fn string_body(src: &str, tok: &Token) -> Option<(String, OffsetMap)> {
     }
     let inner = text[1..].strip_suffix('\'').unwrap_or(&text[1..]);
     let mut body = String::with_capacity(inner.len());
-    let mut map = OffsetMap::shifted(tok.start + 1);
+    let mut map = OffsetMap::shifted(tok.start() + 1);
     let mut rest = inner;
-    let mut host = tok.start + 1;
+    let mut host = tok.start() + 1;
     while let Some(i) = rest.find("''") {
         body.push_str(&rest[..=i]);
         host += i + 2;

@@ -54,14 +54,14 @@ impl<F: FnMut(RawStatement)> Builder<'_, F> {
         let (Some(first), Some(last)) = (tokens.first(), tokens.last()) else {
             return;
         };
-        let range = first.start..last.end;
+        let range = first.start()..last.end();
         let mut sql = self.src[range.clone()].to_string();
         for b in blanks
             .iter()
-            .filter(|b| b.start >= range.start && b.end <= range.end)
+            .filter(|b| b.start() >= range.start && b.end() <= range.end)
         {
-            let (s, e) = (b.start - range.start, b.end - range.start);
-            let text = &self.src[b.start..b.end];
+            let (s, e) = (b.start() - range.start, b.end() - range.start);
+            let text = &self.src[b.start()..b.end()];
             let replacement = match (b.kind, text.as_bytes().get(1)) {
                 (Kind::PsqlVar, Some(q @ (b'\'' | b'"'))) => {
                     let q = *q as char;
@@ -121,7 +121,7 @@ pub fn split_each(
     while let Some(t) = lx.next() {
         // A quote or comment left open ends its statement where its line does: what follows is
         // read as statements of its own.
-        if psql && lx.unterminated.is_some_and(|(at, _)| at == t.start) {
+        if psql && lx.unterminated.is_some_and(|(at, _)| at == t.start()) {
             if t.kind != Kind::Comment {
                 b.tokens.push(t);
             }

@@ -304,7 +304,7 @@ fn body_text(
     if let Some(i) = atomic {
         // SQL-standard body: `BEGIN ATOMIC stmt; ... END`, in the statement itself.
         let (first, end) = (t.get(i + 2)?, t.last()?);
-        let range = first.start..end.start.max(first.start);
+        let range = first.start()..end.start().max(first.start());
         return Some((
             src[range.clone()].to_string(),
             OffsetMap::shifted(range.start),

@@ -17,11 +17,11 @@ pub(super) const LARGEST: usize = 1024 * 1024;
 /// Why a statement is too deep (or too large) for the parser, if it is.
 pub(super) fn too_deep(src: &str, tokens: &[Token]) -> Option<String> {
     if let (Some(a), Some(b)) = (tokens.first(), tokens.last())
-        && b.end - a.start > LARGEST
+        && b.end() - a.start() > LARGEST
     {
         return Some(format!(
             "{} KiB, larger than the {} KiB txlint parses",
-            (b.end - a.start) / 1024,
+            (b.end() - a.start()) / 1024,
             LARGEST / 1024
         ));
     }

@@ -256,7 +256,7 @@ impl Reader<'_> {
                     }
                 })
                 .collect();
-            blank.push(c.t[start].start..c.t[last].end);
+            blank.push(c.t[start].start()..c.t[last].end());
             if dead
                 .iter()
                 .any(|&(open, close)| open < start && start < close)
@@ -288,7 +288,7 @@ impl Reader<'_> {
                 .find(|(n, ..)| n.eq_ignore_ascii_case(name))
             {
                 let close = c.close(i + 1);
-                let args = c.t[i + 1].end..c.t[close].start.max(c.t[i + 1].end);
+                let args = c.t[i + 1].end()..c.t[close].start().max(c.t[i + 1].end());
                 let key = c.src[args].split_whitespace().collect::<Vec<_>>().join(" ");
                 f.extra_mut().advisory.push(AdvisoryCall {
                     function: function.to_string(),

@@ -117,7 +117,7 @@ impl Reader<'_> {
     }
 
     fn tok_span(&self, t: &[Token], from: usize, to: usize) -> Span {
-        self.span(t[from].start..t[to].end)
+        self.span(t[from].start()..t[to].end())
     }
 
     /// Facts of one statement, and why sqlparser rejected it if it did.
@@ -438,13 +438,13 @@ impl Reader<'_> {
                 let end = stmt
                     .tokens
                     .iter()
-                    .find(|t| t.start <= off && off < t.end)
-                    .map_or(off, |t| t.end);
+                    .find(|t| t.start() <= off && off < t.end())
+                    .map_or(off, |t| t.end());
                 self.span(off..end.max(off))
             }
             // At the end of the statement sqlparser gives no position: point at the last token.
             None => match stmt.tokens.last() {
-                Some(t) if message.contains("found: EOF") => self.span(t.start..t.end),
+                Some(t) if message.contains("found: EOF") => self.span(t.start()..t.end()),
                 _ => self.span(stmt.range.clone()),
             },
         };

@@ -208,7 +208,7 @@ impl Reader<'_> {
                 sorts = true;
             }
             if let Some(l) = f.row_locks.get_mut(locks)
-                && self.span(c.t[i].start..c.t[i].end).start() == l.span.start()
+                && self.span(c.t[i].start()..c.t[i].end()).start() == l.span.start()
             {
                 l.ordered = ordered[depth];
                 locks += 1;

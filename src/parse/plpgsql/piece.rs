@@ -122,7 +122,7 @@ impl Reader<'_> {
                 after,
                 upto: self.seq,
                 arms: Vec::new(),
-                range: self.t[i].start..self.t[i].end,
+                range: self.t[i].start()..self.t[i].end(),
                 unique: false,
             });
         }

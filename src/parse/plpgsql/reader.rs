@@ -131,16 +131,19 @@ impl Reader<'_> {
         if from >= to {
             return;
         }
-        let range = self.t[from].start..self.t[to - 1].end;
+        let range = self.t[from].start()..self.t[to - 1].end();
         let mut sql = self.src[range.clone()].to_string();
         if let Some((a, b)) = blank {
-            let (s, e) = (self.t[a].start - range.start, self.t[b].end - range.start);
+            let (s, e) = (
+                self.t[a].start() - range.start,
+                self.t[b].end() - range.start,
+            );
             sql.replace_range(s..e, &" ".repeat(e - s));
         }
         // A `:name` in a body is a tool's template variable (psql itself does not substitute
         // inside quotes): an identifier of the same length stands in for it.
         for t in self.t[from..to].iter().filter(|t| t.kind == Kind::PsqlVar) {
-            let (s, e) = (t.start - range.start, t.end - range.start);
+            let (s, e) = (t.start() - range.start, t.end() - range.start);
             sql.replace_range(s..s + 1, "_");
             debug_assert!(e > s);
         }
@@ -177,7 +180,7 @@ impl Reader<'_> {
             .filter(|s| {
                 self.t
                     .get(from)
-                    .is_some_and(|t| t.start == s.raw.range.start)
+                    .is_some_and(|t| t.start() == s.raw.range.start)
             })
             .map(|s| s.seq)
     }
@@ -226,7 +229,7 @@ impl Reader<'_> {
 
     pub(super) fn exit(&mut self, at: usize, fails: bool) {
         self.seq += 1;
-        let range = self.t[at].start..self.t[at].end;
+        let range = self.t[at].start()..self.t[at].end();
         let branch = self.branch(range.start);
         // `RETURN` in the first arm of an `IF` on unchanged columns, in the body's own block:
         // the rest of the body runs only when one of them changed.
