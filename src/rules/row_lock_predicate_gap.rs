@@ -326,35 +326,36 @@ fn every_writer_locks(
         })
 }
 
-/// Whether `other`, a write of the set that `agg` reads, can change what `agg` told `write`. An
-/// insert decided by a `count` or a `max` (room left, the next number) is undone only by what
-/// adds rows to the set or raises the counted column: inserts, and updates of a column `agg`
-/// reads or filters on. A delete only lowers a count or a max, and an update of other columns
-/// changes neither. Any other decision (a `sum`, a `min`, a delete or update decided by a
-/// count) can be undone by any write.
-fn breaks(agg: &Step, write: &Step, other: &Step) -> bool {
+/// The writes of the set that `agg` reads that can change what it told `write`. An insert
+/// decided by a `count` or a `max` (room left, the next number) is undone only by what adds rows
+/// to the set or raises the counted column: inserts, and updates of a column `agg` reads or
+/// filters on. A delete only lowers a count or a max, and an update of other columns changes
+/// neither. Any other decision (a `sum`, a `min`, a delete or update decided by a count) can be
+/// undone by any write. Decided once per decision, asked of every writer of the set.
+fn breakers<'a>(agg: &'a Step, write: &Step) -> impl Fn(&Step) -> bool + 'a {
     let a = &agg.facts;
     let grows = write.facts.kind == StmtKind::Insert
         && a.extra()
             .aggregates
             .iter()
             .all(|g| matches!(g.as_str(), "count" | "max"));
-    if !grows {
-        return true;
-    }
-    let watched = |c: &str| {
+    let watched = move |c: &str| {
         a.other_conditions
             || a.columns
                 .iter()
                 .chain(a.filters.iter().map(|p| &p.column))
                 .any(|x| x == "*" || x.eq_ignore_ascii_case(c))
     };
-    match other.facts.kind {
-        StmtKind::Delete => false,
-        StmtKind::Update => {
-            other.facts.sets.is_empty() || other.facts.sets.iter().any(|x| watched(&x.column))
-        }
-        _ => true,
+    move |other: &Step| {
+        !grows
+            || match other.facts.kind {
+                StmtKind::Delete => false,
+                StmtKind::Update => {
+                    other.facts.sets.is_empty()
+                        || other.facts.sets.iter().any(|x| watched(&x.column))
+                }
+                _ => true,
+            }
     }
 }
 
@@ -438,7 +439,7 @@ fn set_invariant(
     });
     let keyed =
         (!lock_keys.is_empty() && lock_keys.iter().all(|(_, v)| set_keys.contains(v))) || from_lock;
-    if keyed && every_writer_locks(cx, set, &locked, |s| breaks(agg_step, w.step, s)) {
+    if keyed && every_writer_locks(cx, set, &locked, breakers(agg_step, w.step)) {
         return None;
     }
     Some(
