@@ -195,40 +195,6 @@ pub fn of_rust_text(text: &str) -> Option<Dialect> {
     }
 }
 
-/// The dialect a Rust type names, by its last segment or a generic argument
-/// (`SqlitePool`, `Pool<Sqlite>`, `Transaction<'_, MySql>`, `rusqlite::Connection`).
-pub fn of_type_name(name: &str, qualified: &[String], args: &[String]) -> Option<Dialect> {
-    let from = |krate: &str| qualified.first().is_some_and(|s| s == krate);
-    if from("rusqlite") || from("libsql") || from("deadpool_sqlite") {
-        return Some(Dialect::Sqlite);
-    }
-    if from("mysql_async") || from("mysql") {
-        return Some(Dialect::Mysql);
-    }
-    if from("tiberius") {
-        return Some(Dialect::Mssql);
-    }
-    if from("tokio_postgres") || from("postgres") || from("deadpool_postgres") {
-        return Some(Dialect::Postgres);
-    }
-    let by = |n: &str| match n {
-        "SqlitePool" | "SqliteConnection" | "SqliteTransaction" | "Sqlite" => Some(Dialect::Sqlite),
-        "MySqlPool"
-        | "MySqlConnection"
-        | "MysqlConnection"
-        | "MySqlTransaction"
-        | "AsyncMysqlConnection"
-        | "MySql" => Some(Dialect::Mysql),
-        "MssqlPool" | "MssqlConnection" | "Mssql" => Some(Dialect::Mssql),
-        "PgPool" | "PgConnection" | "PgTransaction" | "AsyncPgConnection" | "Postgres" => {
-            Some(Dialect::Postgres)
-        }
-        "AnyPool" | "AnyConnection" | "Any" => Some(Dialect::Unknown),
-        _ => None,
-    };
-    by(name).or_else(|| args.iter().find_map(|a| by(a)))
-}
-
 /// `#[cfg(feature = "sqlite")]` (or `"mysql"`, `"postgres"`) on an item: code for that database.
 pub fn of_cfg_feature(tokens: &str) -> Option<Dialect> {
     if !tokens.contains("feature") || tokens.contains("not") {
@@ -426,9 +392,5 @@ mod tests {
             Some(Dialect::Sqlite)
         );
         assert_eq!(of_cfg_feature("not(feature = \"sqlite\")"), None);
-        assert_eq!(
-            of_type_name("Pool", &["sqlx".into(), "Pool".into()], &["Sqlite".into()]),
-            Some(Dialect::Sqlite)
-        );
     }
 }

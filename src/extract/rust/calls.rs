@@ -55,7 +55,7 @@ impl<'a> Walker<'a, '_> {
         // GraphQL or metrics client's `.query("{ ... }")`), the text must read as SQL.
         let configured = self.ix.config.rust.query_functions.contains(&name);
         let sink = configured
-            || CLIENT_METHODS.contains(&name.as_str())
+            || drivers::is(&name, Role::Sends)
                 && (matches!(receiver, Value::Handle(_))
                     || arg_sql.as_ref().is_some_and(|s| looks_like_sql(&s.text)));
         if let Some(mut sql) = arg_sql.clone()
@@ -63,8 +63,9 @@ impl<'a> Walker<'a, '_> {
         {
             // sqlx `conn.execute("...")` / `fetch_*("...")` given the string itself (not a
             // `sqlx::query(..)`) send it as one simple-query message.
-            let bare = m.args.len() == 1 && !sql.prepared && SQLX_SIMPLE.contains(&name.as_str());
-            sql.batch |= bare || BATCH_METHODS.contains(&name.as_str());
+            let bare =
+                m.args.len() == 1 && !sql.prepared && drivers::is(&name, Role::SimpleWhenBare);
+            sql.batch |= bare || drivers::is(&name, Role::Script);
             // tokio-postgres parameters: `&[&a, &b]`.
             if let Some(params) = m.args.iter().nth(1) {
                 let params = match params {
@@ -86,9 +87,8 @@ impl<'a> Walker<'a, '_> {
         // A query sent on a database handle with SQL txlint could not read (`client.query(&sql,
         // ..)`, `sqlx::query(&built).execute(pool)`): counted, so silence is not read as a
         // clean bill.
-        let on_handle =
-            matches!(receiver, Value::Handle(_)) && CLIENT_METHODS.contains(&name.as_str());
-        let sent_to_handle = TERMINALS.contains(&name.as_str())
+        let on_handle = matches!(receiver, Value::Handle(_)) && drivers::is(&name, Role::Sends);
+        let sent_to_handle = drivers::is(&name, Role::Runs)
             && matches!(args.first(), Some(Value::Handle(_)))
             && !matches!(receiver, Value::Sql(_));
         if (on_handle && arg_sql.is_none() && !m.args.is_empty()) || sent_to_handle {
@@ -96,7 +96,7 @@ impl<'a> Walker<'a, '_> {
         }
         // sqlx::query("...").bind(x).fetch_one(&mut *tx)
         if let Value::Sql(sql) = &receiver
-            && TERMINALS.contains(&name.as_str())
+            && drivers::is(&name, Role::Runs)
         {
             let (handle, text) = match (args.first(), m.args.first()) {
                 (Some(v), Some(e)) => (self.handle(v, e), self.source_of(e)),
@@ -144,7 +144,7 @@ impl<'a> Walker<'a, '_> {
     ) -> Value {
         match (name, &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
-            ("prepare" | "prepare_cached" | "prepare_typed", _) if arg_sql.is_some() => {
+            (n, _) if arg_sql.is_some() && drivers::is(n, Role::Prepares) => {
                 Value::Sql(arg_sql.unwrap_or_else(|| unreachable!()))
             }
             (
@@ -178,18 +178,10 @@ impl<'a> Walker<'a, '_> {
             {
                 receiver
             }
-            ("begin" | "transaction" | "start_transaction" | "begin_with", Value::Handle(h)) => {
+            (n, Value::Handle(h)) if drivers::is(n, Role::Begins) => {
                 Value::Handle(self.begin(*h, at))
             }
-            (
-                "acquire"
-                | "get"
-                | "get_owned"
-                | "try_acquire"
-                | "try_get"
-                | "dedicated_connection",
-                Value::Handle(h),
-            ) if h.kind == Executor::Pool => {
+            (n, Value::Handle(h)) if h.kind == Executor::Pool && drivers::is(n, Role::Acquires) => {
                 let mut conn = self.new_session(
                     Executor::PooledConnection,
                     Executor::PooledConnection,
@@ -198,7 +190,9 @@ impl<'a> Walker<'a, '_> {
                 conn.dialect = h.dialect;
                 Value::Handle(conn)
             }
-            ("commit" | "rollback", Value::Handle(h)) if h.kind == Executor::Transaction => {
+            (n, Value::Handle(h))
+                if h.kind == Executor::Transaction && drivers::is(n, Role::Ends) =>
+            {
                 self.walkers[h.walker].end(Some(at));
                 Value::None
             }
@@ -216,8 +210,8 @@ impl<'a> Walker<'a, '_> {
         at: Span,
     ) -> Option<Value> {
         let opened = match name {
-            "transaction" => Some((&*m.receiver, None)),
             "run" => transaction_builder(&m.receiver),
+            n if drivers::is(n, Role::BeginsAround) => Some((&*m.receiver, None)),
             _ => None,
         };
         if let Some((conn, isolation)) = opened

@@ -75,7 +75,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// The rows a call `name` fetched, noted as one or none where it fetches so.
     pub(super) fn fetched(&mut self, name: &str, rows: Value) -> Value {
         if let Value::Data(f) = &rows
-            && OPTIONAL.contains(&name)
+            && drivers::is(name, Role::OneOrNone)
         {
             self.optional.extend(f.iter());
         }
@@ -86,7 +86,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// `rows` came from a call that fails when there is none (see [`Host::required`]).
     pub(super) fn note_required(&mut self, name: &str, rows: &Value) {
         if let Value::Data(f) = rows
-            && REQUIRED.contains(&name)
+            && drivers::is(name, Role::One)
         {
             self.required.extend(f.iter());
         }

@@ -70,9 +70,9 @@ fn sql_literals(ts: TokenStream, in_query: bool, out: &mut Vec<proc_macro2::Lite
         match t {
             TokenTree::Group(g) => {
                 let q = prev.as_deref().is_some_and(|p| {
-                    CLIENT_METHODS.contains(&p)
-                        || BUILDERS.contains(&p)
-                        || MACROS.iter().any(|(n, ..)| *n == p)
+                    drivers::is(p, Role::Sends)
+                        || drivers::is(p, Role::Starts)
+                        || drivers::sql_macro(p).is_some()
                 });
                 *first = false;
                 *prev = None;

@@ -298,7 +298,7 @@ impl<'a> Walker<'a, '_> {
             Some(Value::Sql(s)) => Some(s.clone()),
             _ => None,
         };
-        if BUILDERS.contains(&name)
+        if drivers::is(name, Role::Starts)
             && let Some(mut sql) = first_sql(0)
         {
             sql.batch = name == "raw_sql";
@@ -344,10 +344,7 @@ impl<'a> Walker<'a, '_> {
     /// the handle they make. `None` for any other call.
     fn constructor(&mut self, c: &syn::ExprCall, segments: &[String], name: &str) -> Option<Value> {
         let owner = segments.len().checked_sub(2).map(|i| segments[i].as_str());
-        if !matches!(
-            name,
-            "connect" | "connect_lazy" | "connect_with" | "establish" | "build" | "create_pool"
-        ) {
+        if !drivers::is(name, Role::Connects) {
             return None;
         }
         let at = self.call_span(c);
@@ -355,10 +352,10 @@ impl<'a> Walker<'a, '_> {
         let kind = match owner {
             Some("tokio_postgres" | "postgres") => Some(Executor::Connection),
             Some("Database") => Some(Executor::Pool),
-            Some(t) => types::of_name(t, &qualified, &self.ix.config.rust),
+            Some(t) => drivers::kind_of(t, &qualified, &self.ix.config.rust),
             None => None,
         };
-        let dialect = owner.and_then(|t| dialects::of_type_name(t, &qualified, &[]));
+        let dialect = owner.and_then(|t| drivers::dialect_of(t, &qualified, &[]));
         let handle = match kind {
             Some(Executor::Pool) => self.handle_of_kind(Executor::Pool),
             Some(Executor::Connection) => {

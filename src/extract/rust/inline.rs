@@ -269,3 +269,16 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
     }
 }
+
+/// Conversions that keep an error an error, between a call and the `?` that passes it on.
+const PASS_ON: &[&str] = &[
+    "map_err",
+    "context",
+    "with_context",
+    "wrap_err",
+    "wrap_err_with",
+    "map",
+    "err_into",
+    "change_context",
+    "attach_printable",
+];

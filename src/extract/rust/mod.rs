@@ -61,7 +61,7 @@ use crate::parse::split::split;
 use crate::source::{Dialect, FileId, LineIndex, OffsetMap, SourceFile, Span};
 use batch::{Extra, batch, batches};
 use dataflow::Flow;
-use drivers::*;
+use drivers::Role;
 use index::{FnDef, Index, in_scope, is_test};
 use parsed::{Parsed, Unparsed, expand_macros, home, mentions_text, parse};
 use value::*;

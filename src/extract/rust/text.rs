@@ -128,7 +128,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         else {
             return Value::None;
         };
-        if let Some(&(_, index, is_file)) = MACROS.iter().find(|(n, ..)| *n == name) {
+        if let Some((index, is_file)) = drivers::sql_macro(&name) {
             let Some(arg) = args.iter().nth(index) else {
                 return Value::None;
             };

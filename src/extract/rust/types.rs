@@ -1,6 +1,7 @@
 //! What kind of executor a Rust type, constructor or method gives: pool, pooled connection,
 //! dedicated connection, transaction, or unknown (generic executors).
 
+use super::drivers::{self, Shares};
 use crate::config::RustConfig;
 use crate::model::Executor;
 use crate::source::Dialect;
@@ -81,47 +82,7 @@ fn of_path(path: &syn::Path, cfg: &RustConfig) -> Option<Executor> {
         return None;
     }
     let qualified: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    of_name(&name, &qualified, cfg)
-}
-
-/// By type name; `qualified` is the whole path as written (`deadpool_postgres::Client`).
-pub fn of_name(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Executor> {
-    let listed = |list: &[String]| list.iter().any(|t| t == name || *t == qualified.join("::"));
-    if listed(&cfg.pool_types) {
-        return Some(Executor::Pool);
-    }
-    if listed(&cfg.connection_types) {
-        return Some(Executor::Connection);
-    }
-    if listed(&cfg.transaction_types) {
-        return Some(Executor::Transaction);
-    }
-    let from = |krate: &str| qualified.first().is_some_and(|s| s == krate);
-    Some(match name {
-        "PgPool" | "MySqlPool" | "SqlitePool" | "AnyPool" | "Pool" | "DatabaseConnection" => {
-            Executor::Pool
-        }
-        "PoolConnection" | "PooledConnection" | "Object" => Executor::PooledConnection,
-        // deadpool_postgres::Client is a pooled tokio_postgres::Client.
-        "Client" if from("deadpool_postgres") => Executor::PooledConnection,
-        "Connection" if from("rusqlite") || from("libsql") => Executor::Connection,
-        "Conn" if from("mysql_async") || from("mysql") => Executor::Connection,
-        "PgConnection"
-        | "MySqlConnection"
-        | "SqliteConnection"
-        | "MysqlConnection"
-        | "AnyConnection"
-        | "Client"
-        | "AsyncPgConnection"
-        | "AsyncMysqlConnection" => Executor::Connection,
-        // sqlx's aliases: `PgTransaction<'c>` is `Transaction<'c, Postgres>`.
-        "Transaction"
-        | "DatabaseTransaction"
-        | "PgTransaction"
-        | "MySqlTransaction"
-        | "SqliteTransaction" => Executor::Transaction,
-        _ => return None,
-    })
+    super::drivers::kind_of(&name, &qualified, cfg)
 }
 
 /// What a function declared to return `ty` gives when it succeeds: the `T` of `Result<T, E>`,
@@ -191,18 +152,12 @@ pub fn shares_transactions(ty: &syn::Type) -> bool {
     let Some(name) = type_name(ty) else {
         return false;
     };
-    match name.as_str() {
-        "PgConnection"
-        | "MySqlConnection"
-        | "SqliteConnection"
-        | "MysqlConnection"
-        | "AnyConnection"
-        | "AsyncPgConnection"
-        | "AsyncMysqlConnection" => true,
-        "Object" | "PooledConnection" => {
-            matches!(ty, syn::Type::Reference(_)) && type_args(ty).any(holds_diesel_connection)
+    match drivers::shares(&name) {
+        Shares::Always => true,
+        Shares::Borrowed => {
+            matches!(ty, syn::Type::Reference(_)) && type_args(ty).any(holds_sharing_connection)
         }
-        _ => false,
+        Shares::No => false,
     }
 }
 
@@ -226,22 +181,14 @@ fn type_args(mut ty: &syn::Type) -> impl Iterator<Item = &syn::Type> {
         })
 }
 
-/// A diesel connection, or a connection manager of one (`ConnectionManager<PgConnection>`,
-/// `AsyncDieselConnectionManager<AsyncPgConnection>`).
-fn holds_diesel_connection(ty: &syn::Type) -> bool {
-    match type_name(ty).as_deref() {
-        Some(
-            "PgConnection"
-            | "MysqlConnection"
-            | "SqliteConnection"
-            | "AsyncPgConnection"
-            | "AsyncMysqlConnection",
-        ) => true,
-        Some("ConnectionManager" | "AsyncDieselConnectionManager") => {
-            type_args(ty).any(holds_diesel_connection)
-        }
-        _ => false,
-    }
+/// A connection that always shares its transactions, or a pool's manager of one
+/// (`ConnectionManager<PgConnection>`, `AsyncDieselConnectionManager<AsyncPgConnection>`).
+fn holds_sharing_connection(ty: &syn::Type) -> bool {
+    let Some(name) = type_name(ty) else {
+        return false;
+    };
+    drivers::shares(&name) == Shares::Always
+        || drivers::is_manager(&name) && type_args(ty).any(holds_sharing_connection)
 }
 
 /// The database a handle type talks to (`SqlitePool`, `Pool<Sqlite>`, `&mut Transaction<'_,
@@ -289,25 +236,15 @@ fn dialect_of_path(path: &syn::Path) -> Option<Dialect> {
             }
         }
     }
-    super::super::dialects::of_type_name(&last.ident.to_string(), &qualified, &args)
+    drivers::dialect_of(&last.ident.to_string(), &qualified, &args)
 }
 
 /// `Executor`, `PgExecutor`, `Acquire`, sea-orm's `ConnectionTrait`, tokio-postgres'
 /// `GenericClient`, diesel's `Connection`: could be any kind.
 pub fn is_executor_trait(path: &syn::Path) -> bool {
-    path.segments.last().is_some_and(|s| {
-        matches!(
-            s.ident.to_string().as_str(),
-            "Executor"
-                | "PgExecutor"
-                | "MySqlExecutor"
-                | "Acquire"
-                | "ConnectionTrait"
-                | "GenericClient"
-                | "Connection"
-                | "TransactionTrait"
-        )
-    })
+    path.segments
+        .last()
+        .is_some_and(|s| drivers::is_executor_trait(&s.ident.to_string()))
 }
 
 /// Executor kind guessed from a variable name, when nothing else tells (documented in

@@ -1,0 +1,56 @@
+//! Connection pools: deadpool (and deadpool-postgres, -diesel, -sqlite), bb8, r2d2. A pool
+//! hands out a pooled connection, one session returned to the pool with its state.
+
+use super::{Driver, Methods, Shares, Type};
+use crate::model::Executor::{Pool, PooledConnection};
+use crate::source::Dialect::{Postgres, Sqlite};
+
+pub(super) const DEADPOOL: Driver = Driver {
+    crates: &[
+        ("deadpool", None),
+        ("deadpool_postgres", Some(Postgres)),
+        ("deadpool_sqlite", Some(Sqlite)),
+        ("deadpool_diesel", None),
+    ],
+    types: &[
+        Type::of("Pool", Pool),
+        Type::of("Object", PooledConnection).sharing(Shares::Borrowed),
+        // deadpool_postgres::Client is a pooled tokio_postgres::Client.
+        Type::of("Client", PooledConnection).from(&["deadpool_postgres"]),
+    ],
+    methods: Methods {
+        acquires: &["get", "try_get"],
+        prepares: &["prepare_cached"],
+        connects: &["create_pool", "build"],
+        ..Methods::NONE
+    },
+    ..Driver::NONE
+};
+
+pub(super) const BB8: Driver = Driver {
+    crates: &[("bb8", None), ("bb8_postgres", Some(Postgres))],
+    types: &[
+        Type::of("Pool", Pool),
+        Type::of("PooledConnection", PooledConnection).sharing(Shares::Borrowed),
+    ],
+    methods: Methods {
+        acquires: &["get", "get_owned", "dedicated_connection"],
+        connects: &["build"],
+        ..Methods::NONE
+    },
+    ..Driver::NONE
+};
+
+pub(super) const R2D2: Driver = Driver {
+    crates: &[("r2d2", None), ("r2d2_postgres", Some(Postgres))],
+    types: &[
+        Type::of("Pool", Pool),
+        Type::of("PooledConnection", PooledConnection).sharing(Shares::Borrowed),
+    ],
+    methods: Methods {
+        acquires: &["get", "try_get"],
+        connects: &["build"],
+        ..Methods::NONE
+    },
+    ..Driver::NONE
+};

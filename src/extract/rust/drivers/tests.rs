@@ -1,0 +1,100 @@
+use super::*;
+
+fn path(p: &str) -> Vec<String> {
+    p.split("::").map(String::from).collect()
+}
+
+#[test]
+fn a_type_name_means_one_thing_whichever_table_lists_it() {
+    for a in ALL.iter().flat_map(|d| d.types) {
+        for b in ALL.iter().flat_map(|d| d.types) {
+            if a.name == b.name && a.from.is_empty() && b.from.is_empty() {
+                assert!(a.kind == b.kind, "{} has two kinds", a.name);
+                let both = a.dialect.zip(b.dialect);
+                assert!(
+                    both.is_none_or(|(x, y)| x == y),
+                    "{} has two databases",
+                    a.name
+                );
+            }
+        }
+    }
+    let crates: Vec<_> = ALL.iter().flat_map(|d| d.crates).collect();
+    for (c, d) in &crates {
+        assert!(
+            crates.iter().all(|(o, e)| o != c || e == d),
+            "crate {c} twice"
+        );
+    }
+}
+
+#[test]
+fn generic_names_count_only_through_their_crate() {
+    let cfg = RustConfig::default();
+    let kind = |p: &str| {
+        let q = path(p);
+        kind_of(q.last().unwrap(), &q, &cfg)
+    };
+    assert_eq!(
+        kind("deadpool_postgres::Client"),
+        Some(Executor::PooledConnection)
+    );
+    assert_eq!(kind("tokio_postgres::Client"), Some(Executor::Connection));
+    assert_eq!(kind("Client"), Some(Executor::Connection));
+    assert_eq!(kind("rusqlite::Connection"), Some(Executor::Connection));
+    assert_eq!(kind("Connection"), None);
+    assert_eq!(kind("mysql_async::Conn"), Some(Executor::Connection));
+    assert_eq!(kind("Conn"), None);
+    assert_eq!(kind("sea_orm::DatabaseConnection"), Some(Executor::Pool));
+    assert_eq!(kind("sqlx::PgTransaction"), Some(Executor::Transaction));
+    assert_eq!(kind("HttpClientPool"), None);
+    let own = RustConfig {
+        connection_types: vec!["db::Conn".into()],
+        ..RustConfig::default()
+    };
+    assert_eq!(
+        kind_of("Conn", &path("db::Conn"), &own),
+        Some(Executor::Connection)
+    );
+}
+
+#[test]
+fn the_database_comes_from_the_crate_the_name_or_an_argument() {
+    let of = |p: &str, args: &[&str]| {
+        let q = path(p);
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        dialect_of(q.last().unwrap(), &q, &args)
+    };
+    assert_eq!(of("rusqlite::Connection", &[]), Some(Dialect::Sqlite));
+    assert_eq!(of("tokio_postgres::Client", &[]), Some(Dialect::Postgres));
+    assert_eq!(of("sqlx::Pool", &["Sqlite"]), Some(Dialect::Sqlite));
+    assert_eq!(of("MySqlTransaction", &[]), Some(Dialect::Mysql));
+    assert_eq!(of("AnyPool", &[]), Some(Dialect::Unknown));
+    assert_eq!(of("sqlx::Pool", &[]), None);
+    assert_eq!(of("Client", &[]), None);
+}
+
+#[test]
+fn methods_have_the_roles_their_drivers_give_them() {
+    assert!(is("fetch_one", Role::Sends) && is("fetch_one", Role::Runs));
+    assert!(is("fetch_one", Role::One) && !is("fetch_one", Role::OneOrNone));
+    assert!(is("batch_execute", Role::Script) && !is("query", Role::Script));
+    assert!(is("execute", Role::SimpleWhenBare) && !is("query", Role::SimpleWhenBare));
+    assert!(is("start_transaction", Role::Begins) && is("transaction", Role::BeginsAround));
+    assert!(is("get_owned", Role::Acquires) && !is("get_owned", Role::Sends));
+    assert!(is("sql_query", Role::Starts) && is("establish", Role::Connects));
+    assert!(!is("send", Role::Sends) && !is("unknown", Role::Begins));
+    assert_eq!(sql_macro("query_as"), Some((1, false)));
+    assert_eq!(sql_macro("query_file"), Some((0, true)));
+    assert_eq!(sql_macro("format"), None);
+}
+
+#[test]
+fn sharing_and_traits() {
+    assert!(shares("PgConnection") == Shares::Always);
+    assert!(shares("PooledConnection") == Shares::Borrowed);
+    assert!(shares("PoolConnection") == Shares::No && shares("Client") == Shares::No);
+    assert!(is_manager("AsyncDieselConnectionManager") && !is_manager("Manager"));
+    assert!(is_executor_trait("GenericClient") && is_executor_trait("SqliteExecutor"));
+    assert!(!is_executor_trait("Iterator"));
+}
