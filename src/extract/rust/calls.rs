@@ -142,6 +142,10 @@ impl<'a> Walker<'a, '_> {
         arg_sql: Option<Sql>,
         at: Span,
     ) -> Value {
+        let of_run = matches!(&receiver, Value::Object(o) if self.ix.method(name, o).is_some());
+        if !of_run && let Some(v) = self.transaction_on_argument(name, args, at) {
+            return v;
+        }
         match (name, &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
             (n, _) if arg_sql.is_some() && drivers::is(n, Role::Prepares) => {

@@ -111,7 +111,7 @@ impl<'a> Walker<'a, '_> {
             return Value::None;
         };
         if let Some(v) = self
-            .transaction_manager(c, name, &args)
+            .transaction_on_argument(name, &args, self.call_span(c))
             .or_else(|| self.statement_call(c, p, &segments, name, &args))
             .or_else(|| self.query_function(c, name, &args))
         {
@@ -138,26 +138,25 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// diesel's `TransactionManager::begin_transaction(conn)` (also as `<C as
-    /// AsyncConnection>::TransactionManager::..`): a transaction on that connection's session,
-    /// until `commit_transaction` or `rollback_transaction` on it.
-    fn transaction_manager(
+    /// AsyncConnection>::TransactionManager::..`, or on the manager: `conn.transaction_manager()
+    /// .begin_transaction(conn)`): a transaction on that connection's session, until
+    /// `commit_transaction` or `rollback_transaction` on it. `None` when `name` does neither to
+    /// a handle given first.
+    pub(super) fn transaction_on_argument(
         &mut self,
-        c: &syn::ExprCall,
         name: &str,
         args: &[Value],
+        at: Span,
     ) -> Option<Value> {
+        let begins = drivers::is(name, Role::BeginsOnArgument);
         if let Some(Value::Handle(h)) = args.first()
             && h.session.is_some()
-            && matches!(
-                name,
-                "begin_transaction" | "commit_transaction" | "rollback_transaction"
-            )
+            && (begins || drivers::is(name, Role::EndsOnArgument))
         {
-            let at = self.call_span(c);
             let walker = &mut self.walkers[h.walker];
-            match name {
-                "begin_transaction" => walker.open_host(Some(at), &self.branch),
-                _ => walker.end(Some(at)),
+            match begins {
+                true => walker.open_host(Some(at), &self.branch),
+                false => walker.end(Some(at)),
             }
             return Some(Value::None);
         }

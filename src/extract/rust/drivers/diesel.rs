@@ -33,6 +33,10 @@ pub(super) const DIESEL: Driver = Driver {
         one_or_none: &["optional"],
         starts: &["sql_query"],
         begins_around: &["transaction"],
+        // `TransactionManager`'s, called by path (`AnsiTransactionManager::begin_transaction(
+        // conn)`) or on the manager (`conn.transaction_manager().begin_transaction(conn)`).
+        begins_on_argument: &["begin_transaction", "begin_transaction_sql"],
+        ends_on_argument: &["commit_transaction", "rollback_transaction"],
         connects: &["establish"],
         ..Methods::NONE
     },

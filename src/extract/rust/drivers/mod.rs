@@ -162,6 +162,11 @@ pub(super) struct Methods {
     pub begins_around: &'static [&'static str],
     /// End the transaction they are called on.
     pub ends: &'static [&'static str],
+    /// Open a transaction on the connection given as their first argument (diesel's
+    /// `TransactionManager::begin_transaction(conn)`).
+    pub begins_on_argument: &'static [&'static str],
+    /// End the transaction open on the connection given as their first argument.
+    pub ends_on_argument: &'static [&'static str],
     /// Take a connection from the pool they are called on.
     pub acquires: &'static [&'static str],
     /// Associated functions that make a pool or a connection of their type.
@@ -181,6 +186,8 @@ impl Methods {
         begins: &[],
         begins_around: &[],
         ends: &[],
+        begins_on_argument: &[],
+        ends_on_argument: &[],
         acquires: &[],
         connects: &[],
     };
@@ -200,12 +207,14 @@ pub(super) enum Role {
     Begins,
     BeginsAround,
     Ends,
+    BeginsOnArgument,
+    EndsOnArgument,
     Acquires,
     Connects,
 }
 
 impl Role {
-    const EVERY: [Role; 13] = [
+    const EVERY: [Role; 15] = [
         Role::Sends,
         Role::Script,
         Role::SimpleWhenBare,
@@ -217,6 +226,8 @@ impl Role {
         Role::Begins,
         Role::BeginsAround,
         Role::Ends,
+        Role::BeginsOnArgument,
+        Role::EndsOnArgument,
         Role::Acquires,
         Role::Connects,
     ];
@@ -234,6 +245,8 @@ impl Role {
             Role::Begins => m.begins,
             Role::BeginsAround => m.begins_around,
             Role::Ends => m.ends,
+            Role::BeginsOnArgument => m.begins_on_argument,
+            Role::EndsOnArgument => m.ends_on_argument,
             Role::Acquires => m.acquires,
             Role::Connects => m.connects,
         }
