@@ -37,8 +37,13 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
             if cx.program.alone(unit, steps) {
                 continue;
             }
-            let found = check_then_insert(cx, unit, l, lock, &later)
-                .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock, &later))
+            let missing = || {
+                check_then_insert(cx, unit, l, lock, &later)
+                    .or_else(|| check_then_overwrite(cx, unit, &flow, l, lock, &later))
+            };
+            let found = (!made_before(l, lock))
+                .then(missing)
+                .flatten()
                 .or_else(|| parent_children(cx, l, lock, &later))
                 .or_else(|| set_invariant(cx, unit, &flow, l, lock, &later));
             out.extend(found);
@@ -57,6 +62,30 @@ fn guard_before(l: &At) -> bool {
             && g.facts.row_locks.iter().any(RowLock::waits_exclusive)
             && l.step.host().inputs.iter().any(|i| i.from.contains(&g.seq))
     })
+}
+
+/// Earlier in the transaction, on every path to the lock, an insert of the row it looks up
+/// (`INSERT .. VALUES (key, ..) ON CONFLICT DO NOTHING`, then `SELECT .. WHERE key FOR
+/// UPDATE`): the row exists when the lock runs, whether it was there or this run made it, so a
+/// concurrent run waits on it.
+fn made_before(l: &At, lock: &RowLock) -> bool {
+    let keys = &l.step.facts.filters;
+    let tables = locked_tables(l.step, lock);
+    !keys.is_empty()
+        && l.txn.steps.iter().any(|a| {
+            let f = &a.facts;
+            a.seq < l.step.seq
+                && f.kind == StmtKind::Insert
+                && l.step.branch.starts_with(&a.branch)
+                && f.writes
+                    .iter()
+                    .any(|t| tables.iter().any(|x| *x == *t.name))
+                && keys.iter().all(|p| {
+                    f.inserts.iter().any(|(c, o)| {
+                        *c == p.column && value_key(o, a) == value_key(&p.value, l.step)
+                    })
+                })
+        })
 }
 
 /// Every table the lock takes rows of is one no other transaction can see there (temporary, or
