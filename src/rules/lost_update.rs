@@ -1,6 +1,8 @@
 //! `lost-update`: a value is read, changed outside SQL and written back with nothing that
 //! stops a concurrent run from doing the same in between.
 
+use std::borrow::Cow;
+
 use super::Context;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
 use crate::diagnostic::{Diagnostic, Race};
@@ -41,9 +43,10 @@ fn write(
 ) -> Option<Diagnostic> {
     let w = &flow.steps[i];
     let f = &w.step.facts;
-    if f.kind != StmtKind::Update || f.sets.is_empty() || w.txn.scope == Scope::Unknown {
+    if w.txn.scope == Scope::Unknown {
         return None;
     }
+    let (sets, filters) = written(w.step)?;
     let table = &f.writes.first()?.name;
     if is_hole(table)
         || flow.created.private(w.tx, w.step.seq, table)
@@ -73,11 +76,22 @@ fn write(
         {
             return None;
         }
-        let Some(keys) = same_row(r.step, w.step) else {
+        let Some((keys, returned)) = same_row(cx, r.step, w.step, &filters) else {
             continue;
         };
-        for set in &f.sets {
-            if relative(set, w.step) {
+        for set in sets.iter() {
+            // A row named by the key the read returned: the value must carry the column itself
+            // as read (`row.n + 1`), not just something computed from the row.
+            if returned && !through_column(set, w.step, r.step) {
+                continue;
+            }
+            // A key set to the value that names the row (`SET k = excluded.k` of an upsert on
+            // `k`) changes nothing.
+            let same = |p: &Pred| {
+                p.column == set.column
+                    && value_key(&p.value, w.step) == value_key(&set.value, w.step)
+            };
+            if relative(set, w.step) || filters.iter().any(same) || one_way(w.step, set) {
                 continue;
             }
             let Some(strong) = evidence(flow, set, r.step, i) else {
@@ -201,11 +215,65 @@ fn claims_unique(cx: &Context, flow: &Flow, r: &At, w: &At) -> bool {
     })
 }
 
-/// The write's `WHERE` names the same row as the read's: (key columns) with equal values.
-fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
-    let keys: Vec<String> = w
-        .facts
-        .filters
+/// What a write sets, and the `col = value` conditions that name its row.
+type Written<'a> = (Cow<'a, [SetItem]>, Cow<'a, [Pred]>);
+
+/// What a write sets, and the `col = value` conditions that name its row: an `UPDATE`'s `SET`
+/// and `WHERE`; an upsert's `DO UPDATE SET` items that overwrite the row whatever it holds
+/// (`excluded.c` read as the value inserted into `c`) and its conflict target's columns with
+/// the values inserted there. `None` for any other statement.
+fn written(w: &Step) -> Option<Written<'_>> {
+    let f = &w.facts;
+    if f.kind == StmtKind::Update && !f.sets.is_empty() {
+        return Some((Cow::Borrowed(&f.sets[..]), Cow::Borrowed(&f.filters[..])));
+    }
+    let x = f.extra();
+    if f.kind != StmtKind::Insert || !f.upsert || x.conflict_on.is_empty() {
+        return None;
+    }
+    let inserted = |c: &str| f.inserts.iter().find(|(i, _)| *i == *c).map(|(_, o)| o);
+    let filters = x
+        .conflict_on
+        .iter()
+        .map(|c| {
+            inserted(c).map(|o| Pred {
+                column: c.clone(),
+                value: o.clone(),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let sets: Vec<SetItem> = w
+        .overwrites()
+        .filter_map(|c| {
+            let (_, v) = x.conflict_sets.iter().find(|(s, _)| s == c)?;
+            let excluded = match &v.idents[..] {
+                [i] if v.params.is_empty() => i
+                    .get(..9)
+                    .filter(|p| p.eq_ignore_ascii_case("excluded."))
+                    .and(i.get(9..)),
+                _ => None,
+            };
+            let value = match excluded {
+                Some(column) => inserted(column)?.clone(),
+                None => v.clone(),
+            };
+            Some(SetItem {
+                column: c.clone(),
+                value,
+                span: None,
+            })
+        })
+        .collect();
+    (!sets.is_empty()).then_some((Cow::Owned(sets), Cow::Owned(filters)))
+}
+
+/// The write's `WHERE` (`filters`) names the same row as the read's: (key columns) with equal
+/// values, and the key the read returned (`WHERE id = $1` bound to `row.id` of a row read by
+/// another key): the table's unique key among such columns when the schema gives one, else the
+/// first that is no version (`AND version = row.version` compares, it names no row). The second
+/// value says whether a key the read returned was needed to name the row.
+fn same_row(cx: &Context, r: &Step, w: &Step, filters: &[Pred]) -> Option<(Vec<String>, bool)> {
+    let mut keys: Vec<String> = filters
         .iter()
         .filter(|wp| {
             r.facts.filters.iter().any(|rp| {
@@ -216,7 +284,60 @@ fn same_row(r: &Step, w: &Step) -> Option<Vec<String>> {
         })
         .map(|p| p.column.to_string())
         .collect();
-    (!keys.is_empty()).then_some(keys)
+    let candidates: Vec<&str> = filters
+        .iter()
+        .filter(|wp| key_of_read(wp, w, r))
+        .map(|p| p.column.as_str())
+        .collect();
+    let schema = cx.program.schema(w.span.file);
+    let table = w.facts.writes.first().map_or("", |t| t.name.as_str());
+    let returned = match schema.unique_within(table, &candidates) {
+        Some(key) => key,
+        None => candidates
+            .into_iter()
+            .find(|c| !is_version(c))
+            .map(|c| vec![c.to_string()])
+            .unwrap_or_default(),
+    };
+    let needed = returned.iter().any(|c| !keys.contains(c));
+    keys.extend(
+        returned
+            .into_iter()
+            .filter(|c| !keys.contains(c))
+            .collect::<Vec<_>>(),
+    );
+    (!keys.is_empty()).then_some((keys, needed))
+}
+
+/// The value set carries the read's own value of the column it sets (`n` of `row.n + 1`), by
+/// name: a bound host value computed from that field of the row.
+fn through_column(set: &SetItem, w: &Step, r: &Step) -> bool {
+    let column = unqualified(&set.column);
+    set.value.params.iter().any(|p| {
+        w.host().inputs.iter().any(|i| {
+            i.param == *p
+                && i.from.contains(&r.seq)
+                && i.fields_of(r.seq)
+                    .is_some_and(|f| f.iter().any(|f| f.eq_ignore_ascii_case(column)))
+        })
+    })
+}
+
+/// The write's key is the value the read returned in that column (`WHERE id = $1` bound to
+/// `row.id` of a row read by another key, or the `id` of the row read whole and converted):
+/// the row read. Not a value built from other fields of it (a new record made from the row's
+/// name, whose `id` is its own).
+fn key_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
+    !wp.value.params.is_empty()
+        && wp.value.params.iter().all(|p| {
+            w.host().inputs.iter().any(|i| {
+                i.param == *p
+                    && i.from.contains(&r.seq)
+                    && i.is_field(&wp.column)
+                    && i.fields_of(r.seq)
+                        .is_none_or(|f| f.iter().all(|f| f.eq_ignore_ascii_case(&wp.column)))
+            })
+        })
 }
 
 /// Computed from the current row (`SET n = n + $1`): not a lost update.
@@ -274,6 +395,42 @@ fn other_columns(o: &Operand, r: &Step, w: &Step, column: &str) -> bool {
             })
         })
         && !o.idents.iter().any(|i| is_var(i, w))
+}
+
+/// The write lets the column only move one way: its `WHERE` compares the column with the value
+/// it sets (`SET seen_at = $2 WHERE id = $1 AND (seen_at IS NULL OR seen_at < $2)`). A run that
+/// read before another wrote waits, tests the new row again and writes only a value past it:
+/// what the other wrote is never set back.
+fn one_way(w: &Step, set: &SetItem) -> bool {
+    // The value set: one parameter, or one variable (PL/pgSQL).
+    let v = &set.value;
+    let param = match (&v.params[..], &v.idents[..]) {
+        ([p], []) if v.text.trim() == format!("${p}") => format!("${p}"),
+        ([], [i]) if v.text.trim() == i.as_str() => i.to_ascii_lowercase().to_string(),
+        _ => return false,
+    };
+    let Some(condition) = w.facts.extra().condition.as_deref() else {
+        return false;
+    };
+    let text = condition.text.to_ascii_lowercase();
+    let column = unqualified(&set.column).to_ascii_lowercase();
+    [("<", ">"), ("<=", ">="), (">", "<"), (">=", "<=")]
+        .iter()
+        .any(|(op, mirrored)| {
+            compared(&text, &format!("{column} {op} {param}"))
+                || compared(&text, &format!("{param} {mirrored} {column}"))
+        })
+}
+
+/// `text` holds `comparison` as a whole: not inside a longer name or parameter (`$2` in `$21`);
+/// a column may be qualified (`t.seen_at < $2`).
+fn compared(text: &str, comparison: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    text.match_indices(comparison).any(|(at, m)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + m.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
 }
 
 /// The `UPDATE` checks a value it read (or a version) besides the row key: compare-and-swap.
