@@ -164,10 +164,15 @@ impl<'a> TypeNames<'a> {
 impl<'a> TypeNames<'a> {
     /// The declaration of a name to use from `file`: its own, else those of the files nearest
     /// it (the longest common folder: its crate's own `type Conn` before another crate's), if
-    /// they agree.
+    /// they agree. Two of one file that disagree are one per build (`#[cfg(feature =
+    /// "postgres")] type Conn = PgConnection;` and `#[cfg(not(..))] type Conn =
+    /// SqliteConnection;`): neither is used.
     fn pick(&self, all: &[(usize, &'a syn::Type)], file: usize) -> Option<(usize, &'a syn::Type)> {
-        if let Some(own) = all.iter().find(|(f, _)| *f == file) {
-            return Some(*own);
+        let text = |t: &syn::Type| t.to_token_stream().to_string();
+        let mut own = all.iter().filter(|(f, _)| *f == file);
+        if let Some(first) = own.next() {
+            let want = text(first.1);
+            return own.all(|(_, t)| text(t) == want).then_some(*first);
         }
         let near = |f: usize| match (self.paths.get(f), self.paths.get(file)) {
             (Some(a), Some(b)) => a
@@ -182,7 +187,6 @@ impl<'a> TypeNames<'a> {
         let best = all.iter().map(|(f, _)| near(*f)).max()?;
         let mut nearest = all.iter().filter(|(f, _)| near(*f) == best);
         let first = nearest.next()?;
-        let text = |t: &syn::Type| t.to_token_stream().to_string();
         let want = text(first.1);
         nearest.all(|(_, t)| text(t) == want).then_some(*first)
     }
@@ -455,6 +459,21 @@ mod tests {
         assert!(matches!(n.resolve(&conn, 3), Cow::Borrowed(_)));
         let a: syn::Type = syn::parse_str("A").unwrap();
         assert_eq!(text(&n.resolve(&a, 0)), "A");
+    }
+
+    #[test]
+    fn one_file_declaring_an_alias_per_build_gives_none() {
+        let files = names(&[(
+            "src/db.rs",
+            "#[cfg(not(feature = \"postgres\"))] type Backend = SqliteConnection; \
+             #[cfg(feature = \"postgres\")] type Backend = PgConnection; \
+             type Same = PgPool; type Same = PgPool;",
+        )]);
+        let n = collect(&files);
+        let backend: syn::Type = syn::parse_str("Backend").unwrap();
+        assert!(matches!(n.resolve(&backend, 0), Cow::Borrowed(_)));
+        let same: syn::Type = syn::parse_str("Same").unwrap();
+        assert_eq!(text(&n.resolve(&same, 0)), "PgPool");
     }
 
     #[test]

@@ -175,16 +175,11 @@ impl Walker<'_, '_> {
                 }
             }
             "order" | "order_by" | "then_order_by" => q.order.extend(self.columns(e)),
-            "set" => {
-                q.sets = self.assignments(e);
-                if q.sets.is_empty() {
-                    q.sets = self.insertable_values(&q.table, e, Derive::AsChangeset);
-                }
-            }
+            "set" => q.sets = self.assignments(e),
             "values" => {
                 q.values = self.assignments(e);
                 if q.values.is_empty() {
-                    q.values = self.insertable_values(&q.table, e, Derive::Insertable);
+                    q.values = self.insertable_values(&q.table, e);
                 }
                 // Rows in a hash's order: inserted, and locked on conflict, in an order of
                 // their own in each process.
