@@ -482,14 +482,21 @@ impl Step {
             .conflict_sets
             .iter()
             .filter(|(_, v)| {
-                v.idents.iter().all(|i| {
-                    i.get(..9)
-                        .is_some_and(|p| p.eq_ignore_ascii_case("excluded."))
-                        || flow::is_var(i, self)
-                })
+                v.idents
+                    .iter()
+                    .all(|i| excluded(i).is_some() || flow::is_var(i, self))
             })
             .map(|(c, _)| c)
     }
+}
+
+/// The column `excluded.c` names in an upsert's `DO UPDATE` (the value the statement tried to
+/// insert into `c`); `None` for any other identifier.
+pub fn excluded(ident: &str) -> Option<&str> {
+    ident
+        .get(..9)
+        .filter(|p| p.eq_ignore_ascii_case("excluded."))
+        .and(ident.get(9..))
 }
 
 /// A value host code binds to a statement parameter.

@@ -246,14 +246,11 @@ fn written(w: &Step) -> Option<Written<'_>> {
         .overwrites()
         .filter_map(|c| {
             let (_, v) = x.conflict_sets.iter().find(|(s, _)| s == c)?;
-            let excluded = match &v.idents[..] {
-                [i] if v.params.is_empty() => i
-                    .get(..9)
-                    .filter(|p| p.eq_ignore_ascii_case("excluded."))
-                    .and(i.get(9..)),
+            let value = match &v.idents[..] {
+                [i] if v.params.is_empty() => excluded(i),
                 _ => None,
             };
-            let value = match excluded {
+            let value = match value {
                 Some(column) => inserted(column)?.clone(),
                 None => v.clone(),
             };
@@ -299,13 +296,13 @@ fn same_row(cx: &Context, r: &Step, w: &Step, filters: &[Pred]) -> Option<(Vec<S
             .map(|c| vec![c.to_string()])
             .unwrap_or_default(),
     };
-    let needed = returned.iter().any(|c| !keys.contains(c));
-    keys.extend(
-        returned
-            .into_iter()
-            .filter(|c| !keys.contains(c))
-            .collect::<Vec<_>>(),
-    );
+    let mut needed = false;
+    for c in returned {
+        if !keys.contains(&c) {
+            keys.push(c);
+            needed = true;
+        }
+    }
     (!keys.is_empty()).then_some((keys, needed))
 }
 
@@ -328,16 +325,12 @@ fn through_column(set: &SetItem, w: &Step, r: &Step) -> bool {
 /// the row read. Not a value built from other fields of it (a new record made from the row's
 /// name, whose `id` is its own).
 fn key_of_read(wp: &Pred, w: &Step, r: &Step) -> bool {
-    !wp.value.params.is_empty()
-        && wp.value.params.iter().all(|p| {
-            w.host().inputs.iter().any(|i| {
-                i.param == *p
-                    && i.from.contains(&r.seq)
-                    && i.is_field(&wp.column)
-                    && i.fields_of(r.seq)
-                        .is_none_or(|f| f.iter().all(|f| f.eq_ignore_ascii_case(&wp.column)))
-            })
-        })
+    let only_the_key = |i: &Input| {
+        !wp.value.params.contains(&i.param)
+            || i.fields_of(r.seq)
+                .is_none_or(|f| f.iter().all(|f| f.eq_ignore_ascii_case(&wp.column)))
+    };
+    field_of_read(wp, w, r) && w.host().inputs.iter().all(only_the_key)
 }
 
 /// Computed from the current row (`SET n = n + $1`): not a lost update.

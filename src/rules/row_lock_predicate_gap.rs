@@ -69,22 +69,30 @@ fn guard_before(l: &At) -> bool {
 /// UPDATE`): the row exists when the lock runs, whether it was there or this run made it, so a
 /// concurrent run waits on it.
 fn made_before(l: &At, lock: &RowLock) -> bool {
-    let keys = &l.step.facts.filters;
     let tables = locked_tables(l.step, lock);
+    l.txn.steps.iter().any(|a| {
+        let f = &a.facts;
+        a.seq < l.step.seq
+            && f.kind == StmtKind::Insert
+            && l.step.branch.starts_with(&a.branch)
+            && f.writes
+                .iter()
+                .any(|t| tables.iter().any(|x| *x == *t.name))
+            && inserts_key(a, l.step)
+    })
+}
+
+/// `insert` inserts the key `lock` looks up: a value for each of its `col = value` filters,
+/// the same value. Not when the lock has none.
+fn inserts_key(insert: &Step, lock: &Step) -> bool {
+    let keys = &lock.facts.filters;
     !keys.is_empty()
-        && l.txn.steps.iter().any(|a| {
-            let f = &a.facts;
-            a.seq < l.step.seq
-                && f.kind == StmtKind::Insert
-                && l.step.branch.starts_with(&a.branch)
-                && f.writes
-                    .iter()
-                    .any(|t| tables.iter().any(|x| *x == *t.name))
-                && keys.iter().all(|p| {
-                    f.inserts.iter().any(|(c, o)| {
-                        *c == p.column && value_key(o, a) == value_key(&p.value, l.step)
-                    })
-                })
+        && keys.iter().all(|p| {
+            insert
+                .facts
+                .inserts
+                .iter()
+                .any(|(c, o)| *c == p.column && value_key(o, insert) == value_key(&p.value, lock))
         })
 }
 
@@ -197,7 +205,6 @@ fn check_then_overwrite(
 ) -> Option<Diagnostic> {
     let tables = locked_tables(l.step, lock);
     let read = &l.step.facts.columns;
-    let keys = &l.step.facts.filters;
     let (w, column) = later.iter().find_map(|a| {
         let f = &a.step.facts;
         if !f.upsert
@@ -212,13 +219,8 @@ fn check_then_overwrite(
             .step
             .overwrites()
             .find(|c| read.iter().any(|r| r == "*" || r == *c))?;
-        let keyed = !keys.is_empty()
-            && keys.iter().all(|p| {
-                f.inserts.iter().any(|(c, o)| {
-                    *c == p.column && value_key(o, a.step) == value_key(&p.value, l.step)
-                })
-            });
-        (keyed && flow.decided_by(unit, l.step, flow.position(a.step.seq)?)).then_some((a, column))
+        (inserts_key(a.step, l.step) && flow.decided_by(unit, l.step, flow.position(a.step.seq)?))
+            .then_some((a, column))
     })?;
     let table = &w.step.facts.writes.first()?.name;
     Some(

@@ -19,7 +19,11 @@ impl<'a> Walker<'a, '_> {
             matches!(&receiver, Value::Object(owner) if self.ix.method(&name, owner).is_some());
         let args = self.args_holding(&m.args, of_run);
         let held = held(&args);
-        let v = self.method_value(m, name, at, receiver, args);
+        // diesel's `manager.begin_transaction(conn)`, unless the run has a method of that name.
+        let v = match (!of_run).then(|| self.transaction_on_argument(&name, &args, at)) {
+            Some(Some(v)) => v,
+            _ => self.method_value(m, name, at, receiver, args),
+        };
         self.run_unran(&held);
         v
     }
@@ -142,10 +146,6 @@ impl<'a> Walker<'a, '_> {
         arg_sql: Option<Sql>,
         at: Span,
     ) -> Value {
-        let of_run = matches!(&receiver, Value::Object(o) if self.ix.method(name, o).is_some());
-        if !of_run && let Some(v) = self.transaction_on_argument(name, args, at) {
-            return v;
-        }
         match (name, &receiver) {
             // Builders and prepared statements carry their SQL to where they run.
             (n, _) if arg_sql.is_some() && drivers::is(n, Role::Prepares) => {

@@ -82,7 +82,7 @@ fn of_path(path: &syn::Path, cfg: &RustConfig) -> Option<Executor> {
         return None;
     }
     let qualified: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    super::drivers::kind_of(&name, &qualified, cfg)
+    drivers::kind_of(&name, &qualified, cfg)
 }
 
 /// What a function declared to return `ty` gives when it succeeds: the `T` of `Result<T, E>`,
