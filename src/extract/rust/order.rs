@@ -248,6 +248,38 @@ impl<'ast> Visit<'ast> for Returns<'ast> {
     fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
 }
 
+/// A body that sorts a list of its own and returns it, or an order-keeping chain over it
+/// (`pairs.sort_unstable_by(..); pairs.into_iter().unzip()`), with nothing between the sort
+/// and the return that names the list.
+pub(super) fn returns_sorted(block: &syn::Block) -> bool {
+    let Some((syn::Stmt::Expr(tail, None), body)) = block.stmts.split_last() else {
+        return false;
+    };
+    let mut at = strip(unwrap_ok(tail));
+    while let syn::Expr::MethodCall(m) = at {
+        if !KEEPS_ORDER.contains(&m.method.to_string().as_str()) {
+            return false;
+        }
+        at = strip(&m.receiver);
+    }
+    let Some(list) = local(at) else {
+        return false;
+    };
+    let sorts = |s: &syn::Stmt| {
+        matches!(s, syn::Stmt::Expr(syn::Expr::MethodCall(m), _)
+            if m.method.to_string().starts_with("sort")
+                && local(&m.receiver).is_some_and(|r| r == list))
+    };
+    let Some(sorted) = body.iter().rposition(sorts) else {
+        return false;
+    };
+    let mut after = HashSet::new();
+    for s in &body[sorted + 1..] {
+        idents(s.to_token_stream(), &mut after);
+    }
+    !after.contains(&list)
+}
+
 /// `Ok(x)` or `Some(x)`: `x`.
 fn unwrap_ok(e: &syn::Expr) -> &syn::Expr {
     match e {
@@ -310,7 +342,7 @@ impl Walker<'_, '_> {
         };
         if let Some(i) = called {
             let f = &self.ix.fns[i];
-            return returns_prefix_list(f.sig, f.block);
+            return returns_prefix_list(f.sig, f.block) || returns_sorted(f.block);
         }
         let mut at = e;
         while let syn::Expr::MethodCall(m) = at {
@@ -330,6 +362,22 @@ mod tests {
     fn lists(body: &str) -> Vec<String> {
         let block: syn::Block = syn::parse_str(body).expect("test body parses");
         prefix_lists(&block)
+    }
+
+    #[test]
+    fn a_list_sorted_and_then_returned_is_sorted() {
+        let sorted = |body: &str| returns_sorted(&syn::parse_str(body).expect("test body parses"));
+        assert!(sorted(
+            "{ let mut p: Vec<_> = m.into_iter().collect(); p.sort(); p.into_iter().unzip() }"
+        ));
+        assert!(sorted(
+            "{ let mut p = v.clone(); p.sort_by_key(|x| x.0); Ok(p) }"
+        ));
+        assert!(!sorted("{ let mut p = v.clone(); p.sort(); p.push(x); p }"));
+        assert!(!sorted("{ let mut p = v.clone(); p.sort(); q }"));
+        assert!(!sorted(
+            "{ let mut p = v.clone(); p.sort(); p.into_iter().rev().collect() }"
+        ));
     }
 
     #[test]
