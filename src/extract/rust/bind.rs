@@ -156,6 +156,32 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
     }
 
+    /// `row.f = ..` (or `row.f += ..`): field `f` of `row` now carries `flow` (see
+    /// [`Walker::assigned`]).
+    pub(super) fn note_assigned(&mut self, left: &syn::Expr, flow: Flow) {
+        if let syn::Expr::Field(f) = left
+            && let syn::Expr::Path(p) = &*f.base
+            && let Some(var) = p.path.get_ident()
+            && let syn::Member::Named(field) = &f.member
+        {
+            let key = self.resolved(format!("{var}.{field}"));
+            self.assigned.insert(key, flow);
+        }
+    }
+
+    /// `let row = ..`: the fields assigned to an earlier `row` are not this one's.
+    pub(super) fn forget_assigned(&mut self, pat: &syn::Pat) {
+        if self.assigned.is_empty() {
+            return;
+        }
+        let mut names = Vec::new();
+        collect_idents(pat, &mut names);
+        for name in names {
+            let prefix = format!("{}.", self.resolved(name));
+            self.assigned.retain(|k, _| !k.starts_with(&prefix));
+        }
+    }
+
     /// Bind a pattern to a value; a type annotation tells the handle kind.
     pub(super) fn bind(&mut self, pat: &syn::Pat, value: Value) {
         // Data spreads to every name of a destructuring pattern.

@@ -48,6 +48,12 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Return(r) => self.return_expr(r),
             E::Binary(b) => {
                 let (l, r) = (self.expr(&b.left), self.expr(&b.right));
+                if compound(&b.op) {
+                    // `row.n += d`: the field's old value and `d`.
+                    let mut flow = self.flow(&b.left);
+                    flow.extend(self.flow(&b.right));
+                    self.note_assigned(&b.left, flow);
+                }
                 match (l, r, &b.op) {
                     (Value::Sql(a), Value::Sql(b), syn::BinOp::Add(_)) => Value::Sql(a.concat(b)),
                     _ => Value::None,
@@ -93,6 +99,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             E::Assign(a) => {
                 let v = self.expr(&a.right);
                 let v = self.or_data(v, &a.right);
+                let flow = match &v {
+                    Value::Data(flow) => flow.clone(),
+                    _ => Flow::new(),
+                };
+                self.note_assigned(&a.left, flow);
                 if let E::Path(p) = &*a.left
                     && let Some(id) = p.path.get_ident()
                 {
@@ -282,7 +293,9 @@ impl<'a, 'w> Walker<'a, 'w> {
                     a.extend(b);
                     Some(a)
                 }
-                (rows, _) if diverges(&arm.body) => rows,
+                // An arm that leaves, or gives no row (`Err(NotFound) => Ok(None)`), takes
+                // nothing from the rows of the others.
+                (rows, _) if diverges(&arm.body) || gives_no_row(&arm.body) => rows,
                 _ => None,
             };
         }
@@ -501,4 +514,22 @@ fn record(s: &syn::ExprStruct, fields: Vec<Value>) -> Value {
         Some(record) if record.values().any(|f| !f.is_empty()) => Value::Data(Flow::record(record)),
         _ => data_of(&fields),
     }
+}
+
+/// `+=`, `-=` and the other operators that assign.
+fn compound(op: &syn::BinOp) -> bool {
+    use syn::BinOp as B;
+    matches!(
+        op,
+        B::AddAssign(_)
+            | B::SubAssign(_)
+            | B::MulAssign(_)
+            | B::DivAssign(_)
+            | B::RemAssign(_)
+            | B::BitXorAssign(_)
+            | B::BitAndAssign(_)
+            | B::BitOrAssign(_)
+            | B::ShlAssign(_)
+            | B::ShrAssign(_)
+    )
 }

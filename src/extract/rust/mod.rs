@@ -197,6 +197,10 @@ struct Walker<'a, 'w> {
     /// Variables computed to be in key order (`let lo = a.min(b)`), with the names they were
     /// computed from.
     ordered: HashMap<String, Vec<String>>,
+    /// Fields of a row assigned since it was bound (`row.value = row.value + 1`), in the
+    /// outermost caller's terms (`row.value`), with what the value assigned carries: a
+    /// whole-row save (diesel's `.set(&row)`) writes these back, and the others as they were.
+    assigned: HashMap<String, Flow>,
     /// Call sites of the helpers being walked in place, outermost first.
     calls: Vec<Span>,
     /// Calls whose error the enclosing expression passes on: with `?`, or as the value of the

@@ -226,6 +226,19 @@ pub(super) fn is_err_value(e: &syn::Expr) -> bool {
     }
 }
 
+/// `None`, `Ok(None)`, an error (also as a block's value): a value that holds no row.
+pub(super) fn gives_no_row(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Path(p) => p.path.is_ident("None"),
+        syn::Expr::Call(c) if c.args.len() == 1 && is_ok_value(e) => gives_no_row(&c.args[0]),
+        syn::Expr::Block(b) => match b.block.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => gives_no_row(e),
+            _ => false,
+        },
+        e => is_err_value(e),
+    }
+}
+
 pub(super) fn is_ok_value(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Call(c) => {

@@ -44,6 +44,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             hashed: HashSet::new(),
             hash_loops: 0,
             ordered: HashMap::new(),
+            assigned: HashMap::new(),
             aliases: HashMap::new(),
             calls: Vec::new(),
             tried: Vec::new(),
@@ -293,6 +294,7 @@ impl<'a, 'w> Walker<'a, 'w> {
                     None => Value::None,
                 };
                 self.note_truth(&local.pat, local.init.as_ref().map(|i| &*i.expr));
+                self.forget_assigned(&local.pat);
                 self.bind(&local.pat, value);
             }
             syn::Stmt::Expr(e, _) => {

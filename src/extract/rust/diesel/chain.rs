@@ -175,11 +175,16 @@ impl Walker<'_, '_> {
                 }
             }
             "order" | "order_by" | "then_order_by" => q.order.extend(self.columns(e)),
-            "set" => q.sets = self.assignments(e),
+            "set" => {
+                q.sets = self.assignments(e);
+                if q.sets.is_empty() {
+                    q.sets = self.insertable_values(&q.table, e, Derive::AsChangeset);
+                }
+            }
             "values" => {
                 q.values = self.assignments(e);
                 if q.values.is_empty() {
-                    q.values = self.insertable_values(&q.table, e);
+                    q.values = self.insertable_values(&q.table, e, Derive::Insertable);
                 }
                 // Rows in a hash's order: inserted, and locked on conflict, in an order of
                 // their own in each process.
@@ -223,6 +228,9 @@ impl Walker<'_, '_> {
             prepared: true,
             binds,
             rows: q.rows,
+            // A chain written once can build other statements in other calls of its function
+            // (a changeset writes the fields each caller assigned).
+            chosen: true,
             ..Sql::new(at.file, text, map)
         };
         let site = self.method_site(m);

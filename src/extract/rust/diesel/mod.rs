@@ -9,7 +9,7 @@ mod schema;
 
 use super::*;
 pub(super) use schema::{
-    Insertable, flag, insertable, joinable_macro, metas, nested_value, table_macro,
+    Derive, Insertable, flag, insertable, joinable_macro, metas, nested_value, table_macro,
 };
 
 /// A builder chain, as far as it has been read.

@@ -3,36 +3,57 @@
 
 use super::*;
 
-/// A `#[derive(Insertable)]` struct: the table it inserts into and, per field, its column.
+/// A `#[derive(Insertable)]` or `#[derive(AsChangeset)]` struct: the table it writes and, per
+/// field, its column.
 #[derive(Clone, Debug)]
 pub(in crate::extract::rust) struct Insertable {
     table: String,
     /// (field, column): the same name unless `#[diesel(column_name = ..)]` says otherwise.
     columns: Vec<(String, String)>,
+    /// `Insertable`: `.values(&row)` inserts its columns.
+    inserts: bool,
+    /// `AsChangeset`: `.set(&row)` sets its columns but the primary key's.
+    changes: bool,
+}
+
+/// Which derive a `.values(..)` or `.set(..)` argument needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(in crate::extract::rust) enum Derive {
+    Insertable,
+    AsChangeset,
+}
+
+impl Insertable {
+    fn has(&self, d: Derive) -> bool {
+        match d {
+            Derive::Insertable => self.inserts,
+            Derive::AsChangeset => self.changes,
+        }
+    }
 }
 
 /// `#[derive(Insertable)] #[diesel(table_name = tasks)] struct NewTask { .. }` (also diesel
-/// 1's `#[table_name = "tasks"]`, and either inside `#[cfg_attr(feature = "..", ..)]`).
-/// Without a table name diesel would guess one from the struct's name; txlint does not guess.
+/// 1's `#[table_name = "tasks"]`, and either inside `#[cfg_attr(feature = "..", ..)]`), or
+/// `#[derive(AsChangeset)]`. Without a table name diesel would guess one from the struct's
+/// name; txlint does not guess.
 pub(in crate::extract::rust) fn insertable(s: &syn::ItemStruct) -> Option<Insertable> {
     let attrs = metas(&s.attrs);
-    let derived = attrs.iter().any(|m| {
-        let mut found = false;
-        if let syn::Meta::List(l) = m
-            && l.path.is_ident("derive")
-        {
-            let _ = l.parse_nested_meta(|m| {
-                found |= m
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|l| l.ident == "Insertable");
-                Ok(())
-            });
-        }
-        found
-    });
-    if !derived {
+    let derived = |name: &str| {
+        attrs.iter().any(|m| {
+            let mut found = false;
+            if let syn::Meta::List(l) = m
+                && l.path.is_ident("derive")
+            {
+                let _ = l.parse_nested_meta(|m| {
+                    found |= m.path.segments.last().is_some_and(|l| l.ident == name);
+                    Ok(())
+                });
+            }
+            found
+        })
+    };
+    let (inserts, changes) = (derived("Insertable"), derived("AsChangeset"));
+    if !inserts && !changes {
         return None;
     }
     let table = diesel_name(&attrs, "table_name")?;
@@ -46,7 +67,12 @@ pub(in crate::extract::rust) fn insertable(s: &syn::ItemStruct) -> Option<Insert
         let column = diesel_name(&field_attrs, "column_name").unwrap_or_else(|| field.to_string());
         columns.push((field.to_string(), column));
     }
-    Some(Insertable { table, columns })
+    Some(Insertable {
+        table,
+        columns,
+        inserts,
+        changes,
+    })
 }
 
 /// Each attribute's content but doc comments; a `cfg_attr(<predicate>, a, b)` gives `a` and
@@ -155,21 +181,21 @@ impl Walker<'_, '_> {
             .map_or_else(|| rust.to_string(), |d| d.table.clone())
     }
 
-    /// The run's `#[derive(Insertable)]` struct `name`, when it inserts into `table`.
-    fn insertable_into(&self, name: &str, table: &str) -> Option<&Insertable> {
+    /// The run's struct `name` deriving `derive`, when it writes `table`.
+    fn insertable_into(&self, name: &str, table: &str, derive: Derive) -> Option<&Insertable> {
         self.ix
             .insertables
             .get(name)
-            .filter(|r| self.diesel_sql_name(&r.table) == table)
+            .filter(|r| r.has(derive) && self.diesel_sql_name(&r.table) == table)
     }
 
-    /// The run's one insertable struct for `table`; none when there are several.
-    fn only_insertable_into(&self, table: &str) -> Option<&Insertable> {
+    /// The run's one struct deriving `derive` for `table`; none when there are several.
+    fn only_insertable_into(&self, table: &str, derive: Derive) -> Option<&Insertable> {
         let mut rows = self
             .ix
             .insertables
             .values()
-            .filter(|r| self.diesel_sql_name(&r.table) == table);
+            .filter(|r| r.has(derive) && self.diesel_sql_name(&r.table) == table);
         match (rows.next(), rows.next()) {
             (Some(row), None) => Some(row),
             _ => None,
@@ -180,7 +206,22 @@ impl Walker<'_, '_> {
     /// each field's value; a variable `row` gives `row.<field>`, of the struct its type names,
     /// or else of the run's one insertable struct for the table (with several, none: txlint
     /// cannot tell which).
-    pub(super) fn insertable_values(&mut self, table: &str, e: &syn::Expr) -> Vec<(Column, Part)> {
+    pub(super) fn insertable_values(
+        &mut self,
+        table: &str,
+        e: &syn::Expr,
+        derive: Derive,
+    ) -> Vec<(Column, Part)> {
+        let mut values = self.struct_values(table, e, derive);
+        // A changeset leaves the primary key out (diesel's `AsChangeset` does).
+        if derive == Derive::AsChangeset {
+            let keys = self.ix.primary_keys(table);
+            values.retain(|(c, _)| !keys.contains(&c.name));
+        }
+        values
+    }
+
+    fn struct_values(&mut self, table: &str, e: &syn::Expr, derive: Derive) -> Vec<(Column, Part)> {
         let mut e = e;
         while let syn::Expr::Reference(r) = e {
             e = &r.expr;
@@ -190,7 +231,7 @@ impl Walker<'_, '_> {
                 .path
                 .segments
                 .last()
-                .and_then(|l| self.insertable_into(&l.ident.to_string(), table))
+                .and_then(|l| self.insertable_into(&l.ident.to_string(), table, derive))
                 .cloned()
             else {
                 return Vec::new();
@@ -201,6 +242,11 @@ impl Walker<'_, '_> {
                     continue;
                 };
                 if let Some((_, column)) = row.columns.iter().find(|(field, _)| name == field) {
+                    // A changeset's field copied from a row (`name: old.name.clone()`) writes
+                    // back what was read: no value computed here.
+                    if derive == Derive::AsChangeset && copied(&f.expr, name) {
+                        continue;
+                    }
                     let value = self.part(&f.expr);
                     out.push((
                         Column {
@@ -223,30 +269,54 @@ impl Walker<'_, '_> {
         // NewTask`, `let row = NewTask { .. }`), else the table's one insertable struct.
         let named = self
             .local_type(e)
-            .and_then(|t| self.insertable_into(&t, table));
-        let Some(row) = named.or_else(|| self.only_insertable_into(table)).cloned() else {
+            .and_then(|t| self.insertable_into(&t, table, derive));
+        let only = || self.only_insertable_into(table, derive);
+        let Some(row) = named.or_else(only).cloned() else {
             return Vec::new();
         };
         let from = self.flow(e);
         let at = self.span(var);
         row.columns
             .iter()
-            .map(|(field, column)| {
+            .filter_map(|(field, column)| {
+                let text = self.resolved(format!("{var}.{field}"));
+                let from = match self.assigned.get(&text) {
+                    Some(flow) => flow.clone(),
+                    // A field of a changeset that the code did not assign is written back as
+                    // it was read: its column has no value computed here.
+                    None if derive == Derive::AsChangeset => return None,
+                    None => from.clone().field(field),
+                };
                 let bind = Bind {
-                    from: from.clone().field(field),
-                    text: self.resolved(format!("{var}.{field}")),
+                    from,
+                    text,
                     ordered: false,
                     sources: Vec::new(),
                 };
-                (
-                    Column {
-                        name: column.clone(),
-                        at,
-                    },
-                    Part::Param(bind),
-                )
+                let column = Column {
+                    name: column.clone(),
+                    at,
+                };
+                Some((column, Part::Param(bind)))
             })
             .collect()
+    }
+}
+
+/// `e` is field `field` of some value, as it is (`old.name`, `&old.name`, `old.name.clone()`).
+fn copied(e: &syn::Expr, field: &syn::Ident) -> bool {
+    match e {
+        syn::Expr::Reference(r) => copied(&r.expr, field),
+        syn::Expr::MethodCall(m)
+            if m.args.is_empty()
+                && ["clone", "to_owned", "to_string"]
+                    .iter()
+                    .any(|c| m.method == c) =>
+        {
+            copied(&m.receiver, field)
+        }
+        syn::Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if n == field),
+        _ => false,
     }
 }
 
