@@ -97,6 +97,12 @@ impl SessionWalker {
         self.last_message = None;
     }
 
+    /// Where the transaction still open was opened (`None` inside: by the caller, or by SQL),
+    /// if one is open.
+    pub fn open_at(&self) -> Option<Option<Span>> {
+        self.open.as_ref().map(Transaction::begin)
+    }
+
     /// The `seq` of the first step of the transaction still open, if it has one.
     pub fn open_since(&self) -> Option<usize> {
         self.open.as_ref()?.steps.first().map(|s| s.seq)

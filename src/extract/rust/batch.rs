@@ -213,6 +213,7 @@ pub(super) fn walk_all(
     let mut shared = Shared {
         cache: HashMap::new(),
         inlined: HashMap::new(),
+        cut: Vec::new(),
         extra,
         batch: b,
     };
@@ -231,11 +232,14 @@ pub(super) fn walk_all(
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
     // file need not stay in memory. One that callers walk in place is their statements; its
     // own walk is kept as its summary.
+    let alone = checked_alone(&shared);
     for ((i, unit, _), (returns, open)) in units.into_iter().zip(ends) {
         if unit.transactions.is_empty() {
             continue;
         }
         match shared.inlined.remove(&i) {
+            // Some caller reached it too deep to walk it in place: it is checked alone.
+            Some(_) if alone.contains(&i) => front.out.units.push(unit),
             Some(mut callers) => {
                 callers.sort_by_key(|s| (s.file, s.start()));
                 callers.dedup();
@@ -250,6 +254,25 @@ pub(super) fn walk_all(
         }
     }
     front.out.declared.extend(declared_tables(&index));
+}
+
+/// Functions checked alone although callers walk them in place: those holding a call too deep
+/// for the walk of a function checked alone (one no caller walks, or one of these).
+fn checked_alone(shared: &Shared) -> HashSet<usize> {
+    let mut alone = HashSet::new();
+    loop {
+        let more: Vec<usize> = shared
+            .cut
+            .iter()
+            .filter(|(root, _)| !shared.inlined.contains_key(root) || alone.contains(root))
+            .map(|&(_, f)| f)
+            .filter(|f| !alone.contains(f))
+            .collect();
+        if more.is_empty() {
+            return alone;
+        }
+        alone.extend(more);
+    }
 }
 
 /// One function walked: its unit, the handles it holds, what it returns and the transactions

@@ -5,6 +5,11 @@ use super::emit::data_of;
 use super::text::plain_path;
 use super::*;
 
+/// Calls a function is walked in place through, at most: a helper deeper in a caller's calls
+/// is checked alone instead (each level multiplies the walks of a helper called from many
+/// places).
+const MAX_CALLS: usize = 4;
+
 impl<'a, 'w> Walker<'a, 'w> {
     /// The call whose error `e?` passes on as it is: `e` past `.await` and conversions that keep
     /// every error an error (`.map_err(Into::into)`, `.context(..)`). None when a conversion
@@ -161,7 +166,12 @@ impl<'a, 'w> Walker<'a, 'w> {
         texts: &[String],
         at: Span,
     ) -> Value {
-        if self.stack.contains(&i) || self.stack.len() > 4 {
+        if self.stack.contains(&i) {
+            return Value::None;
+        }
+        if self.stack.len() > MAX_CALLS {
+            let values = receiver.iter().map(|(v, _)| v).chain(args);
+            self.cut(at, values);
             return Value::None;
         }
         // A helper that only skipped test code calls is still analysed on its own.
@@ -230,6 +240,53 @@ impl<'a, 'w> Walker<'a, 'w> {
         self.ordered = saved_ordered;
         self.aliases = saved_aliases;
         value
+    }
+
+    /// A call too deep to walk in place, passing `values`: the function it is written in (a
+    /// closure's, when a helper calls it) is checked alone, from where the call is near enough
+    /// to be walked, when alone it knows the sessions the call works on as they are here: no
+    /// transaction open but those it opens itself, and pools or those transactions passed (a
+    /// connection from its caller would be read as autocommit, the caller's locks missed).
+    fn cut<'v>(&mut self, at: Span, values: impl Iterator<Item = &'v Value>) {
+        let within = |outer: Span, inner: Span| {
+            outer.file == inner.file && outer.start() <= inner.start() && inner.end() <= outer.end()
+        };
+        let Some(pos) = self
+            .stack
+            .iter()
+            .rposition(|&j| within(self.ix.fns[j].span, at))
+        else {
+            return;
+        };
+        let inside = &self.stack[pos..];
+        let opened_inside = |open: Option<Span>| {
+            open.is_some_and(|b| inside.iter().any(|&j| within(self.ix.fns[j].span, b)))
+        };
+        // Every transaction open here (on the handles passed, or on others the function
+        // reaches through its fields) was opened inside it, and the handles passed are pools
+        // or those transactions; and it does open one here, or is passed a pool (with neither,
+        // the call's handle is one its caller gave it, as far as txlint can tell).
+        let open: Vec<Option<Span>> = self
+            .walkers
+            .iter()
+            .filter_map(SessionWalker::open_at)
+            .collect();
+        let mut pool = false;
+        let handles_known = values.into_iter().all(|v| match v {
+            Value::Handle(h) => match self.walkers.get(h.walker).and_then(|s| s.open_at()) {
+                Some(begin) => opened_inside(begin),
+                None => {
+                    pool |= h.kind == Executor::Pool;
+                    h.kind == Executor::Pool
+                }
+            },
+            _ => true,
+        });
+        let known =
+            handles_known && open.iter().all(|&b| opened_inside(b)) && (pool || !open.is_empty());
+        if !self.test && known {
+            self.shared.cut.push((self.stack[0], self.stack[pos]));
+        }
     }
 
     /// Walk a function's body (its parameters bound): what it gives its caller. A helper that
