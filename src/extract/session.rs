@@ -132,6 +132,12 @@ impl SessionWalker {
         }
     }
 
+    /// Room for `n` more transactions (a script's statements, read at once: each is at most
+    /// one transaction, and the list is not grown to twice their number).
+    pub fn reserve(&mut self, n: usize) {
+        self.done.reserve_exact(n);
+    }
+
     /// Add a statement; `message` numbers the simple-query message it is sent in.
     pub fn push(&mut self, step: Step, message: usize) {
         match self.mode {

@@ -1,6 +1,6 @@
 //! Routine bodies and `DO` blocks of a `.sql` file: each becomes a unit of its own.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::super::{Front, RoutineEvent};
 use super::signature::*;
@@ -43,6 +43,12 @@ impl Cut {
         } else {
             self.tx.steps.push(step);
         }
+    }
+
+    /// Room for `n` more steps in the transaction being cut (a body's statements, read at
+    /// once: its steps are not held at twice their number).
+    fn reserve(&mut self, n: usize) {
+        self.tx.steps.reserve_exact(n);
     }
 
     fn finish(mut self) -> Vec<Transaction> {
@@ -137,24 +143,40 @@ impl Front {
         known.extend(parsed.loops.iter().flat_map(|l| l.vars.iter().cloned()));
         known.extend(routine_params(src, &stmt.tokens));
         known.push("found".to_string());
-        let sources = self.plpgsql_steps(&body, map, &parsed, known, unit, cut);
+        let statements = std::mem::take(&mut parsed.statements);
+        let sources = self.plpgsql_steps(&body, map, statements, &parsed, known, unit, cut);
         self.plpgsql_flow(map, parsed, &sources, unit);
     }
 
-    /// The body's statements as steps, in `cut`; the statements each one's values come from.
+    /// The body's statements (of `parsed`, taken out of it) as steps, in `cut`; the statements
+    /// the values of each condition's come from.
+    #[allow(clippy::too_many_arguments)]
     fn plpgsql_steps(
         &mut self,
         body: &str,
         map: &OffsetMap,
+        mut statements: Vec<plpgsql::PlStatement>,
         parsed: &plpgsql::Body,
         mut known: Vec<String>,
         unit: &mut Unit,
         cut: &mut Cut,
     ) -> Sources {
-        // The statements each variable's value comes from, and each statement's.
+        // The statements each variable's value comes from, and each condition's.
         let mut sources: HashMap<Name, BTreeSet<usize>> = HashMap::new();
         let mut out = Sources::default();
-        for s in &parsed.statements {
+        let conditions: HashSet<usize> = parsed
+            .conditions
+            .iter()
+            .flat_map(|c| c.from.iter().copied())
+            .collect();
+        cut.reserve(statements.len());
+        // Taken from the back of the reversed list, which gives its room back as it empties: a
+        // large body's statements are not held twice, once read and once as steps.
+        statements.reverse();
+        while let Some(s) = statements.pop() {
+            if statements.len() < statements.capacity() / 2 {
+                statements.shrink_to_fit();
+            }
             let mut step = self.step(body, map, &s.raw, s.assigns.clone());
             step.seq = s.seq;
             step.branch = s.branch.as_slice().into();
@@ -186,7 +208,9 @@ impl Front {
             if queries && s.raw.prefix == 0 {
                 sources.insert("found".into(), from.clone());
             }
-            out.of_step.insert(step.seq, from);
+            if conditions.contains(&step.seq) {
+                out.of_step.insert(step.seq, from);
+            }
             known.extend(s.assigns.iter().cloned());
             if let Some(l) = parsed.loops.iter().find(|l| l.query == step.seq) {
                 unit.loops.push(Loop {

@@ -175,6 +175,9 @@ impl Front {
 /// The file's statements grouped into transactions as `mode` runs them.
 fn group(mut steps: Vec<(Step, usize)>, mode: SqlMode) -> Vec<Transaction> {
     let mut script = SessionWalker::script(mode);
+    if mode != SqlMode::Transaction {
+        script.reserve(steps.len());
+    }
     // Taken from the back of the reversed list, which gives its room back as it empties: the
     // steps of a large file are not held twice, once listed and once grouped.
     steps.reverse();
