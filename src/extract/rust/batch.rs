@@ -213,7 +213,7 @@ pub(super) fn walk_all(
     let mut shared = Shared {
         cache: HashMap::new(),
         inlined: HashMap::new(),
-        cut: Vec::new(),
+        cut: HashSet::new(),
         extra,
         batch: b,
     };

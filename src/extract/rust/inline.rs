@@ -285,7 +285,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         let known =
             handles_known && open.iter().all(|&b| opened_inside(b)) && (pool || !open.is_empty());
         if !self.test && known {
-            self.shared.cut.push((self.stack[0], self.stack[pos]));
+            self.shared.cut.insert((self.stack[0], self.stack[pos]));
         }
     }
 

@@ -128,7 +128,7 @@ struct Shared<'e> {
     /// Functions holding a call that a walk reached too deep to walk in place, after the
     /// function that walk started from: checked alone when that function is, so that what the
     /// call does is not lost.
-    cut: Vec<(usize, usize)>,
+    cut: HashSet<(usize, usize)>,
     /// SQL files read for `query_file!`.
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
