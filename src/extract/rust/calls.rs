@@ -40,6 +40,11 @@ impl<'a> Walker<'a, '_> {
         if let Value::Diesel(q) = receiver {
             return self.diesel_method(q, m, &args);
         }
+        if name == "save_changes"
+            && let Some(v) = self.save_changes(m, &args)
+        {
+            return v;
+        }
         // `ids.sort()`: sorted; `rows.push(..)` in a loop over a hash collection: in its order.
         let pushed = matches!(name.as_str(), "push" | "extend") && self.hash_loops > 0;
         if pushed || name.starts_with("sort") {

@@ -221,6 +221,57 @@ impl Walker<'_, '_> {
         values
     }
 
+    /// `row.save_changes(conn)` (diesel's `SaveChangesDsl`) of a `#[derive(AsChangeset)]` row:
+    /// `UPDATE <its table> SET <the fields assigned since it was read> WHERE <key> =
+    /// row.<key>`. None when the code assigned none of them (what it writes back is what it
+    /// read), or the row is of no changeset txlint knows.
+    pub(in crate::extract::rust) fn save_changes(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        args: &[Value],
+    ) -> Option<Value> {
+        let mut e = &*m.receiver;
+        while let syn::Expr::Reference(r) = e {
+            e = &r.expr;
+        }
+        let syn::Expr::Path(p) = e else {
+            return None;
+        };
+        let var = p.path.get_ident()?;
+        // `row.save_changes::<Row>(conn)`, else the type the code gives `row`.
+        let named = m.turbofish.as_ref().and_then(|t| match t.args.first()? {
+            syn::GenericArgument::Type(syn::Type::Path(t)) => {
+                Some(t.path.segments.last()?.ident.to_string())
+            }
+            _ => None,
+        });
+        let ty = named.or_else(|| self.local_type(e).map(|t| t.to_string()))?;
+        let row = self.ix.insertables.get(&ty).filter(|r| r.changes)?.clone();
+        let table = self.diesel_sql_name(&row.table);
+        let sets = self.insertable_values(&table, e, Derive::AsChangeset);
+        if sets.is_empty() {
+            return None;
+        }
+        let (from, at) = (self.flow(e), self.span(var));
+        let mut q = Query::new(Kind::Update, table.clone(), at);
+        for key in self.ix.primary_keys(&table) {
+            let field = row
+                .columns
+                .iter()
+                .find(|(_, column)| *column == key)
+                .map_or(key.as_str(), |(field, _)| field.as_str());
+            let bind = Bind {
+                from: from.clone().field(field),
+                text: self.resolved(format!("{var}.{field}")),
+                ordered: false,
+                sources: Vec::new(),
+            };
+            q.filters.push(Cond::key_is(&key, Part::Param(bind), at));
+        }
+        q.sets = sets;
+        Some(self.run_query(&q, m, args))
+    }
+
     fn struct_values(&mut self, table: &str, e: &syn::Expr, derive: Derive) -> Vec<(Column, Part)> {
         let mut e = e;
         while let syn::Expr::Reference(r) = e {
