@@ -71,6 +71,11 @@ impl Span {
         self.start()..self.end()
     }
 
+    /// `inner` lies within this span, in the same file.
+    pub fn contains(&self, inner: Span) -> bool {
+        self.file == inner.file && self.start <= inner.start && inner.end <= self.end
+    }
+
     /// The smallest span covering both (same file assumed).
     pub fn cover(self, other: Span) -> Span {
         Span {

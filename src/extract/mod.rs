@@ -182,6 +182,20 @@ impl Extracted {
 /// statement's facts stay in memory until the rules are done).
 pub const MAX_STATEMENTS: usize = 100_000;
 
+/// The items of `list` in order, each handed over as it is taken: the list gives its room back
+/// as it empties, so a large file's statements are not held twice, once listed and once as
+/// what they become.
+fn draining<T>(mut list: Vec<T>) -> impl Iterator<Item = T> {
+    list.reverse();
+    std::iter::from_fn(move || {
+        let item = list.pop()?;
+        if list.len() < list.capacity() / 2 {
+            list.shrink_to_fit();
+        }
+        Some(item)
+    })
+}
+
 /// A routine created or dropped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoutineEvent {

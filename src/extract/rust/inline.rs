@@ -248,19 +248,16 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// transaction open but those it opens itself, and pools or those transactions passed (a
     /// connection from its caller would be read as autocommit, the caller's locks missed).
     fn cut<'v>(&mut self, at: Span, values: impl Iterator<Item = &'v Value>) {
-        let within = |outer: Span, inner: Span| {
-            outer.file == inner.file && outer.start() <= inner.start() && inner.end() <= outer.end()
-        };
         let Some(pos) = self
             .stack
             .iter()
-            .rposition(|&j| within(self.ix.fns[j].span, at))
+            .rposition(|&j| self.ix.fns[j].span.contains(at))
         else {
             return;
         };
         let inside = &self.stack[pos..];
         let opened_inside = |open: Option<Span>| {
-            open.is_some_and(|b| inside.iter().any(|&j| within(self.ix.fns[j].span, b)))
+            open.is_some_and(|b| inside.iter().any(|&j| self.ix.fns[j].span.contains(b)))
         };
         // Every transaction open here (on the handles passed, or on others the function
         // reaches through its fields) was opened inside it, and the handles passed are pools

@@ -155,7 +155,7 @@ impl Front {
         &mut self,
         body: &str,
         map: &OffsetMap,
-        mut statements: Vec<plpgsql::PlStatement>,
+        statements: Vec<plpgsql::PlStatement>,
         parsed: &plpgsql::Body,
         mut known: Vec<String>,
         unit: &mut Unit,
@@ -170,13 +170,7 @@ impl Front {
             .flat_map(|c| c.from.iter().copied())
             .collect();
         cut.reserve(statements.len());
-        // Taken from the back of the reversed list, which gives its room back as it empties: a
-        // large body's statements are not held twice, once read and once as steps.
-        statements.reverse();
-        while let Some(s) = statements.pop() {
-            if statements.len() < statements.capacity() / 2 {
-                statements.shrink_to_fit();
-            }
+        for s in super::super::draining(statements) {
             let mut step = self.step(body, map, &s.raw, s.assigns.clone());
             step.seq = s.seq;
             step.branch = s.branch.as_slice().into();

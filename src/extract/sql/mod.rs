@@ -173,19 +173,13 @@ impl Front {
 }
 
 /// The file's statements grouped into transactions as `mode` runs them.
-fn group(mut steps: Vec<(Step, usize)>, mode: SqlMode) -> Vec<Transaction> {
+fn group(steps: Vec<(Step, usize)>, mode: SqlMode) -> Vec<Transaction> {
     let mut script = SessionWalker::script(mode);
     if mode != SqlMode::Transaction {
         script.reserve(steps.len());
     }
-    // Taken from the back of the reversed list, which gives its room back as it empties: the
-    // steps of a large file are not held twice, once listed and once grouped.
-    steps.reverse();
-    while let Some((step, message)) = steps.pop() {
+    for (step, message) in super::draining(steps) {
         script.push(step, message);
-        if steps.len() < steps.capacity() / 2 {
-            steps.shrink_to_fit();
-        }
     }
     script.finish()
 }

@@ -215,20 +215,17 @@ impl Jobs {
     /// it is in, outermost first, then the statement) from a function that runs one at a time;
     /// none if a call on the way is run side by side.
     fn loop_of(&self, mut chain: impl Iterator<Item = Span>) -> Option<Span> {
-        let within = |outer: &Span, inner: Span| {
-            outer.file == inner.file && outer.start() <= inner.start() && inner.end() <= outer.end()
-        };
         let mut found = None;
         chain
             .try_for_each(|at| {
-                if self.side_by_side.iter().any(|c| within(c, at)) {
+                if self.side_by_side.iter().any(|c| c.contains(at)) {
                     return Err(());
                 }
                 if found.is_none() {
                     found = self
                         .loops
                         .iter()
-                        .find(|(_, l)| within(l, at))
+                        .find(|(_, l)| l.contains(at))
                         .map(|(k, _)| *k);
                 }
                 Ok(())
