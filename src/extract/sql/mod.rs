@@ -43,8 +43,22 @@ pub fn extract(
         Some((t, holes)) => (t.as_str(), holes.as_slice()),
         None => (text, &[][..]),
     };
-    let steps = x.script(text, actions);
-    let unit = x.script_unit(text, steps, settings, runner);
+    // The configuration decides the mode; else the runner txlint recognised; else a psql
+    // script, unless a top-level `LOCK TABLE` outside `BEGIN` proves a wrapping runner (see
+    // `script_unit`). Only then are the steps listed before they are grouped: otherwise each
+    // goes into its transaction as it is read, and a large file is not held twice.
+    let runner = runner.filter(|_| settings.mode.is_none());
+    let mode = settings
+        .mode
+        .or(runner.map(|r| r.mode))
+        .unwrap_or(SqlMode::Script);
+    let mut steps = if settings.mode.is_none() && mode == SqlMode::Script && says_lock(text) {
+        Steps::Listed(Vec::new())
+    } else {
+        Steps::Grouped(SessionWalker::script(mode))
+    };
+    x.script(text, actions, &mut steps);
+    let unit = x.script_unit(text, steps, mode, runner);
     x.out.units.insert(0, unit);
     x.out
 }
@@ -52,22 +66,23 @@ pub fn extract(
 impl Front {
     /// The file's top-level statements as steps, each with the number of the simple-query
     /// message it is sent in; routine bodies, triggers and dropped routines recorded on the way.
-    fn script(&mut self, text: &str, actions: &[std::ops::Range<usize>]) -> Vec<(Step, usize)> {
+    fn script(&mut self, text: &str, actions: &[std::ops::Range<usize>], steps: &mut Steps) {
         let (file, dialect) = (self.file, self.dialect);
         let map = OffsetMap::shifted(0);
-        let mut steps = Vec::new();
+        let mut read = 0;
         let mut skipped: Option<(usize, usize)> = None;
         let open = split_each(text, dialect, true, |mut stmt| {
             stmt.template |= actions
                 .iter()
                 .any(|h| h.start < stmt.range.end && stmt.range.start < h.end);
-            if steps.len() >= MAX_STATEMENTS {
+            if read >= MAX_STATEMENTS {
                 let s = skipped.get_or_insert((stmt.range.start, 0));
                 s.1 += 1;
                 return;
             }
             let mut step = self.step(text, &map, &stmt, Vec::new());
-            step.seq = steps.len();
+            step.seq = read;
+            read += 1;
             step.session = Some(0);
             self.bodies(text, &stmt, &step.facts);
             self.out
@@ -83,7 +98,10 @@ impl Front {
                     dump: false,
                 });
             }
-            steps.push((step, stmt.message));
+            match steps {
+                Steps::Grouped(walker) => walker.push(step, stmt.message),
+                Steps::Listed(list) => list.push((step, stmt.message)),
+            }
         });
         if is_schema_dump(text) {
             for e in &mut self.out.routines {
@@ -112,32 +130,31 @@ impl Front {
                 ),
             ));
         }
-        steps
     }
 
     /// The file's own unit: its statements in transactions as `mode` (or the runner) says.
     fn script_unit(
         &mut self,
         text: &str,
-        steps: Vec<(Step, usize)>,
-        settings: FileSettings,
-        runner: Option<Detected>,
+        steps: Steps,
+        mut mode: SqlMode,
+        mut runner: Option<Detected>,
     ) -> Unit {
         let file = self.file;
-        // The configuration decides; else the runner txlint recognised; else a psql script.
-        let mut runner = runner.filter(|_| settings.mode.is_none());
-        let mut mode = settings
-            .mode
-            .or(runner.map(|r| r.mode))
-            .unwrap_or(SqlMode::Script);
-        // A top-level `LOCK TABLE` outside `BEGIN` proves a wrapping runner, also where txlint
-        // took the tool for one that does not wrap (PostgreSQL would refuse the file otherwise).
-        if settings.mode.is_none() && mode == SqlMode::Script && lock_outside_transaction(&steps) {
-            let wrapped = runners::wrapped_by_lock_table(runner);
-            mode = wrapped.mode;
-            runner = Some(wrapped);
-        }
-        let transactions = group(steps, mode);
+        let transactions = match steps {
+            Steps::Grouped(walker) => walker.finish(),
+            Steps::Listed(steps) => {
+                // A top-level `LOCK TABLE` outside `BEGIN` proves a wrapping runner, also where
+                // txlint took the tool for one that does not wrap (PostgreSQL would refuse the
+                // file otherwise).
+                if lock_outside_transaction(&steps) {
+                    let wrapped = runners::wrapped_by_lock_table(runner);
+                    mode = wrapped.mode;
+                    runner = Some(wrapped);
+                }
+                group(steps, mode)
+            }
+        };
         let kind = match mode {
             SqlMode::Statements => UnitKind::QueryFile,
             _ => UnitKind::Script,
@@ -170,6 +187,23 @@ impl Front {
         }];
         unit
     }
+}
+
+/// A script's steps as they are read: grouped into transactions at once where the mode is
+/// known before the file is read, else listed until it is.
+enum Steps {
+    Grouped(SessionWalker),
+    Listed(Vec<(Step, usize)>),
+}
+
+/// The word `LOCK`, in any case: only then can a statement of the text be `LOCK TABLE`.
+fn says_lock(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.windows(4).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(b"lock")
+            && (i == 0 || !is_ident(b[i - 1]))
+            && b.get(i + 4).is_none_or(|&c| !is_ident(c))
+    })
 }
 
 /// The file's statements grouped into transactions as `mode` runs them.

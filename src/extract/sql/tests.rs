@@ -72,6 +72,35 @@ fn modes() {
 }
 
 #[test]
+fn a_lock_table_outside_begin_makes_the_file_one_transaction() {
+    // Read after the statements before it were: the whole file is still one transaction.
+    let sql = "select 1;\nupdate t set a = 1;\nLock Table t;\nselect 2;\n";
+    let u = units(sql, "");
+    assert_eq!(
+        shape(&u[0]),
+        vec![(Scope::File, Isolation::ReadCommitted, 4)]
+    );
+    assert!(u[0].runner.is_some());
+    // Inside `BEGIN .. COMMIT` it proves nothing.
+    let sql = "select 1;\nbegin;\nlock table t;\ncommit;\n";
+    let u = units(sql, "");
+    let scopes: Vec<Scope> = u[0].transactions.iter().map(|t| t.scope).collect();
+    assert_eq!(scopes, [Scope::Autocommit, Scope::Explicit]);
+    assert!(u[0].runner.is_none());
+}
+
+#[test]
+fn only_the_word_lock_can_start_lock_table() {
+    assert!(says_lock("LOCK TABLE t"));
+    assert!(says_lock("select 1;\nlock t;"));
+    assert!(says_lock("x;lock"));
+    assert!(!says_lock(
+        "select pg_advisory_lock(1); select * from t for update skip locked"
+    ));
+    assert!(!says_lock("select * from block, clock"));
+}
+
+#[test]
 fn routine_bodies_are_units_with_host_positions_and_data_flow() {
     let sql = "create function f(k int) returns int language plpgsql as $$\ndeclare v int;\nbegin\n  select balance into v from accounts where id = k;\n  update accounts set balance = v + 1 where id = k;\n  commit;\n  perform pg_advisory_xact_lock(k);\n  return v;\nend $$;\n";
     let u = units(sql, "");
