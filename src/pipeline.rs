@@ -257,10 +257,9 @@ impl Analysis {
             program.summaries.extend(x.summaries);
             linked.declared.extend(x.declared);
             linked.triggers.extend(x.triggers);
-            self.diagnostics
-                .extend(x.limits.iter().map(|(span, what, why)| {
-                    rules::analysis_limit::analysis_limit_diagnostic(*span, "txlint", what, why)
-                }));
+            self.diagnostics.extend(x.limits.iter().map(|l| {
+                rules::analysis_limit::limit_diagnostic(l.span, "txlint", &l.what, &l.why, l.fix)
+            }));
             // A SQL file Rust code sends is parsed where it is sent (a template may only be
             // the head of a statement the code completes): what it gave as a script is not
             // reported.

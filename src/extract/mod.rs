@@ -138,9 +138,8 @@ pub struct Extracted {
     /// `CREATE FUNCTION|PROCEDURE` and `DROP FUNCTION|PROCEDURE` statements, in file order: a
     /// routine replaced or dropped later in the run (a later migration) is no longer live.
     pub routines: Vec<RoutineEvent>,
-    /// Parts of the input left unanalysed because they exceeded a budget: where, what, and
-    /// why.
-    pub limits: Vec<(Span, String, String)>,
+    /// Parts of the input left unanalysed because they exceeded a budget.
+    pub limits: Vec<Limit>,
     pub stats: Stats,
     /// Files read here (late, by the Rust front-end) that could not be read, or only in part.
     pub notes: Vec<crate::diagnostic::Diagnostic>,
@@ -194,6 +193,16 @@ fn draining<T>(mut list: Vec<T>) -> impl Iterator<Item = T> {
         }
         Some(item)
     })
+}
+
+/// A part of the input left unanalysed because it exceeded a budget: where, what, why, and
+/// what to do about it.
+#[derive(Debug)]
+pub struct Limit {
+    pub span: Span,
+    pub what: String,
+    pub why: String,
+    pub fix: &'static str,
 }
 
 /// A routine created or dropped.

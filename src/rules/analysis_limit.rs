@@ -10,8 +10,16 @@ pub use crate::registry::ANALYSIS_LIMIT as RULE;
 /// Candidate statements a pairing rule looks at per write (the nearest first).
 pub const CANDIDATES: usize = 1_000;
 
+/// What to do about a budget on the size of a file or a transaction.
+pub const SPLIT: &str =
+    "split the file or the transaction; the rest of the run was analysed in full";
+
 /// `rule` skipped `what` in the unit at `span`, because `why`.
 pub fn analysis_limit_diagnostic(span: Span, rule: &str, what: &str, why: &str) -> Diagnostic {
-    Diagnostic::new(&RULE, span, format!("{rule} did not analyse {what}: {why}"))
-        .help("split the file or the transaction; the rest of the run was analysed in full")
+    limit_diagnostic(span, rule, what, why, SPLIT)
+}
+
+/// As [`analysis_limit_diagnostic`], with what to do about it.
+pub fn limit_diagnostic(span: Span, rule: &str, what: &str, why: &str, fix: &str) -> Diagnostic {
+    Diagnostic::new(&RULE, span, format!("{rule} did not analyse {what}: {why}")).help(fix)
 }

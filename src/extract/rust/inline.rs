@@ -8,7 +8,7 @@ use super::*;
 /// Calls a function is walked in place through, at most: a helper deeper in a caller's calls
 /// is checked alone instead (each level multiplies the walks of a helper called from many
 /// places).
-const MAX_CALLS: usize = 4;
+pub(super) const MAX_CALLS: usize = 4;
 
 impl<'a, 'w> Walker<'a, 'w> {
     /// The call whose error `e?` passes on as it is: `e` past `.await` and conversions that keep
@@ -171,7 +171,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         if self.stack.len() > MAX_CALLS {
             let values = receiver.iter().map(|(v, _)| v).chain(args);
-            self.cut(at, values);
+            self.cut(at, i, values);
             return Value::None;
         }
         // A helper that only skipped test code calls is still analysed on its own.
@@ -247,7 +247,7 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// to be walked, when alone it knows the sessions the call works on as they are here: no
     /// transaction open but those it opens itself, and pools or those transactions passed (a
     /// connection from its caller would be read as autocommit, the caller's locks missed).
-    fn cut<'v>(&mut self, at: Span, values: impl Iterator<Item = &'v Value>) {
+    fn cut<'v>(&mut self, at: Span, callee: usize, values: impl Iterator<Item = &'v Value>) {
         let Some(pos) = self
             .stack
             .iter()
@@ -268,21 +268,38 @@ impl<'a, 'w> Walker<'a, 'w> {
             .iter()
             .filter_map(SessionWalker::open_at)
             .collect();
-        let mut pool = false;
-        let handles_known = values.into_iter().all(|v| match v {
-            Value::Handle(h) => match self.walkers.get(h.walker).and_then(|s| s.open_at()) {
-                Some(begin) => opened_inside(begin),
-                None => {
-                    pool |= h.kind == Executor::Pool;
-                    h.kind == Executor::Pool
-                }
-            },
-            _ => true,
-        });
-        let known =
-            handles_known && open.iter().all(|&b| opened_inside(b)) && (pool || !open.is_empty());
-        if !self.test && known {
-            self.shared.cut.insert((self.stack[0], self.stack[pos]));
+        // Per handle passed: whether this function knows it alone, and whether it is a pool.
+        let handles: Vec<(bool, bool)> = values
+            .filter_map(|v| match v {
+                Value::Handle(h) => Some(h),
+                _ => None,
+            })
+            .map(
+                |h| match self.walkers.get(h.walker).and_then(|s| s.open_at()) {
+                    Some(begin) => (opened_inside(begin), false),
+                    None => (h.kind == Executor::Pool, h.kind == Executor::Pool),
+                },
+            )
+            .collect();
+        let pool = handles.iter().any(|&(_, pool)| pool);
+        let known = handles.iter().all(|&(known, _)| known)
+            && open.iter().all(|&b| opened_inside(b))
+            && (pool || !open.is_empty());
+        if self.test {
+            return;
+        }
+        let (root, holder) = (self.stack[0], self.stack[pos]);
+        if known {
+            self.shared.cut.insert((root, holder));
+        } else if handles.iter().any(|&(known, _)| !known) {
+            let top = self.calls.first().copied().unwrap_or(at);
+            self.shared.deep.push(Deep {
+                root,
+                holder,
+                callee,
+                at,
+                top,
+            });
         }
     }
 

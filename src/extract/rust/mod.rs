@@ -129,10 +129,24 @@ struct Shared<'e> {
     /// function that walk started from: checked alone when that function is, so that what the
     /// call does is not lost.
     cut: HashSet<(usize, usize)>,
+    /// Calls a walk reached too deep to walk in place and whose sessions the function holding
+    /// them cannot know alone: what each does in the walked function's transactions is lost.
+    deep: Vec<Deep>,
     /// SQL files read for `query_file!`.
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
     batch: usize,
+}
+
+/// A call too deep to walk in place, on a handle from the caller of the function holding it.
+struct Deep {
+    /// The function whose walk reached it, and the one it is written in.
+    root: usize,
+    holder: usize,
+    callee: usize,
+    at: Span,
+    /// The call in `root` it is reached through.
+    top: Span,
 }
 
 /// Expressions the walker follows into one another before it stops (within [`crate::io::STACK`]).

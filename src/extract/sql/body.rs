@@ -130,14 +130,15 @@ impl Front {
         }
         if let Some(at) = parsed.too_deep {
             let at = map.host(at);
-            self.out.limits.push((
-                Span::new(self.file, at..at),
-                format!(
+            self.out.limits.push(super::super::Limit {
+                span: Span::new(self.file, at..at),
+                what: format!(
                     "the arms of control structures nested more than {} deep (read as the arm enclosing them)",
                     plpgsql::MAX_NESTING
                 ),
-                "each statement keeps the path of arms it runs in, and deeper paths would cost memory that grows with the square of the depth".to_string(),
-            ));
+                why: "each statement keeps the path of arms it runs in, and deeper paths would cost memory that grows with the square of the depth".to_string(),
+                fix: crate::rules::analysis_limit::SPLIT,
+            });
         }
         let mut known: Vec<String> = parsed.declared.clone();
         known.extend(parsed.loops.iter().flat_map(|l| l.vars.iter().cloned()));

@@ -6,11 +6,12 @@ mod signature;
 
 use super::runners::{self, Detected};
 use super::session::SessionWalker;
-use super::{Extracted, Front, MAX_STATEMENTS, RoutineEvent};
+use super::{Extracted, Front, Limit, MAX_STATEMENTS, RoutineEvent};
 use crate::config::{FileSettings, SqlMode};
 use crate::model::*;
 use crate::parse::lex::{Kind, Token, is_ident};
 use crate::parse::split::split_each;
+use crate::rules::analysis_limit::SPLIT;
 use crate::source::{Dialect, FileId, OffsetMap, Span};
 pub use signature::routine_names;
 use signature::*;
@@ -121,14 +122,15 @@ impl Front {
             });
         }
         if let Some((at, n)) = skipped {
-            self.out.limits.push((
-                Span::new(file, at..at),
-                format!("the last {n} statements of this file"),
-                format!(
+            self.out.limits.push(Limit {
+                span: Span::new(file, at..at),
+                what: format!("the last {n} statements of this file"),
+                why: format!(
                     "it has more than {} statements, and each one's facts stay in memory until the rules are done",
                     super::MAX_STATEMENTS
                 ),
-            ));
+                fix: SPLIT,
+            });
         }
     }
 
