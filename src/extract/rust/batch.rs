@@ -216,6 +216,7 @@ pub(super) fn walk_all(
         inlined: HashMap::new(),
         cut: HashSet::new(),
         deep: Vec::new(),
+        field_sql: HashMap::new(),
         extra,
         batch: b,
     };

@@ -21,13 +21,19 @@ pub(super) struct Collector<'a, 'i> {
     pub(super) impl_trait: Option<String>,
     /// The innermost block around the item (a function's body): where a `const` in it is seen.
     pub(super) block: Option<Scope>,
+    /// The `let`s in scope, innermost last, with the literal or macro each binds (`None` for
+    /// any other value): what a struct literal's field set by name (`Self { update_sql }`)
+    /// holds.
+    pub(super) locals: Vec<(&'a syn::Ident, Option<&'a syn::Expr>)>,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_block(&mut self, b: &'a syn::Block) {
         let span = b.brace_token.span.join();
         let outer = self.block.replace((span.start(), span.end()));
+        let scope = self.locals.len();
         syn::visit::visit_block(self, b);
+        self.locals.truncate(scope);
         self.block = outer;
     }
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
@@ -163,12 +169,28 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         self.constant(&s.ident, &s.ty, &s.expr);
         self.handle_static(&s.ident, &s.ty);
     }
+    fn visit_local(&mut self, l: &'a syn::Local) {
+        syn::visit::visit_local(self, l);
+        if let syn::Pat::Ident(p) = &l.pat {
+            let text = l.init.as_ref().map(|i| &*i.expr).filter(|e| is_text(e));
+            self.locals.push((&p.ident, text));
+        }
+    }
     fn visit_expr_struct(&mut self, s: &'a syn::ExprStruct) {
         for f in &s.fields {
+            // A literal or a macro; or a variable bound to one (`Self { update_sql }`).
+            let value = match &f.expr {
+                e if is_text(e) => Some(e),
+                syn::Expr::Path(p) => p.path.get_ident().and_then(|v| {
+                    let local = self.locals.iter().rev().find(|(name, _)| *name == v);
+                    local.and_then(|&(_, e)| e)
+                }),
+                _ => None,
+            };
             if let syn::Member::Named(name) = &f.member
-                && matches!(f.expr, syn::Expr::Lit(_) | syn::Expr::Macro(_))
+                && let Some(value) = value
             {
-                let at = (self.file, &f.expr);
+                let at = (self.file, value);
                 self.ix
                     .field_values
                     .entry(name.to_string())
@@ -188,6 +210,11 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
                 .insert(name.to_string(), (kind, dialect, shares));
         }
     }
+}
+
+/// A literal or a macro (`format!`, `concat!`): what a field of SQL is set to.
+fn is_text(e: &syn::Expr) -> bool {
+    matches!(e, syn::Expr::Lit(_) | syn::Expr::Macro(_))
 }
 
 /// How often `word` occurs in `text` as a whole identifier.

@@ -10,6 +10,19 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// where it was written, without this function's variables (they are not the ones the
     /// literal saw: a name it used there is a hole here).
     pub(super) fn field_sql(&mut self, name: &str) -> Value {
+        let key = (self.file, name.to_string());
+        match self.shared.field_sql.get(&key) {
+            Some(Some(known)) => return known.clone(),
+            Some(None) => return Value::None,
+            None => {}
+        }
+        self.shared.field_sql.insert(key.clone(), None);
+        let v = self.read_field_sql(name);
+        self.shared.field_sql.insert(key, Some(v.clone()));
+        v
+    }
+
+    fn read_field_sql(&mut self, name: &str) -> Value {
         let Some(all) = self.ix.field_values.get(name) else {
             return Value::None;
         };

@@ -165,6 +165,7 @@ impl<'a> Index<'a> {
                 module: None,
                 impl_trait: None,
                 block: None,
+                locals: Vec::new(),
             }
             .visit_file(&p.ast);
         }

@@ -132,6 +132,10 @@ struct Shared<'e> {
     /// Calls a walk reached too deep to walk in place and whose sessions the function holding
     /// them cannot know alone: what each does in the walked function's transactions is lost.
     deep: Vec<Deep>,
+    /// What `self.<field>` holds as SQL, per file it is read in and field name (see
+    /// `Walker::field_sql`); `None` while it is being read (a field whose text uses itself,
+    /// through others, is no SQL).
+    field_sql: HashMap<(usize, String), Option<Value>>,
     /// SQL files read for `query_file!`.
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
