@@ -218,6 +218,9 @@ impl<'a> Walker<'a, '_> {
         name: &str,
         at: Span,
     ) -> Option<Value> {
+        if drivers::is(name, Role::Lends) {
+            return self.closure_lent(m, at);
+        }
         let opened = match name {
             "run" => transaction_builder(&m.receiver),
             n if drivers::is(n, Role::BeginsAround) => Some((&*m.receiver, None)),
@@ -242,26 +245,47 @@ impl<'a> Walker<'a, '_> {
             if let Some(isolation) = isolation.filter(|_| !nested) {
                 self.walkers[tx.walker].isolate(isolation);
             }
-            let outer = self.vars.clone();
-            if let Some(p) = c.inputs.first() {
-                self.bind(p, Value::Handle(tx));
-            }
-            // An error in the closure leaves through the call.
-            let passed_on = self.passes_on;
-            self.passes_on &= self.tried.contains(&at);
-            let value = self.closure_body(&c.body);
-            self.passes_on = passed_on;
+            let value = self.closure_on(c, tx, at);
             if !nested {
                 self.walkers[tx.walker].end(None);
             }
-            self.vars = outer;
-            // What the closure gives back (`Ok(row)`) is what the call gives.
-            return Some(match value {
-                Value::Data(_) => value,
-                _ => Value::None,
-            });
+            return Some(value);
         }
         None
+    }
+
+    /// deadpool's `conn.interact(|c| ..)`: the closure runs on the receiver's connection, in
+    /// whatever transaction that is in. `None` when the receiver is no handle or no closure is
+    /// given.
+    fn closure_lent(&mut self, m: &syn::ExprMethodCall, at: Span) -> Option<Value> {
+        let Some(syn::Expr::Closure(c)) =
+            m.args.iter().find(|a| matches!(a, syn::Expr::Closure(_)))
+        else {
+            return None;
+        };
+        match self.expr(&m.receiver) {
+            Value::Handle(h) => Some(self.closure_on(c, h, at)),
+            _ => None,
+        }
+    }
+
+    /// Walk closure `c` of the call at `at`, its parameter bound to `h`: what it gives back
+    /// (`Ok(row)`) is what the call gives.
+    fn closure_on(&mut self, c: &syn::ExprClosure, h: Handle, at: Span) -> Value {
+        let outer = self.vars.clone();
+        if let Some(p) = c.inputs.first() {
+            self.bind(p, Value::Handle(h));
+        }
+        // An error in the closure leaves through the call.
+        let passed_on = self.passes_on;
+        self.passes_on &= self.tried.contains(&at);
+        let value = self.closure_body(&c.body);
+        self.passes_on = passed_on;
+        self.vars = outer;
+        match value {
+            Value::Data(_) => value,
+            _ => Value::None,
+        }
     }
 
     /// A method of the run on a value that holds a handle (`repo.load(id)` where `Repo` has a

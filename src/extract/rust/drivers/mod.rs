@@ -160,6 +160,9 @@ pub(super) struct Methods {
     pub begins: &'static [&'static str],
     /// Run the closure given as an argument in a transaction they open on their receiver.
     pub begins_around: &'static [&'static str],
+    /// Run the closure given as an argument on their receiver's connection, as it is (no
+    /// transaction of their own): deadpool's `obj.interact(|conn| ..)`.
+    pub lends: &'static [&'static str],
     /// End the transaction they are called on.
     pub ends: &'static [&'static str],
     /// Open a transaction on the connection given as their first argument (diesel's
@@ -185,6 +188,7 @@ impl Methods {
         prepares: &[],
         begins: &[],
         begins_around: &[],
+        lends: &[],
         ends: &[],
         begins_on_argument: &[],
         ends_on_argument: &[],
@@ -206,6 +210,7 @@ pub(super) enum Role {
     Prepares,
     Begins,
     BeginsAround,
+    Lends,
     Ends,
     BeginsOnArgument,
     EndsOnArgument,
@@ -214,7 +219,7 @@ pub(super) enum Role {
 }
 
 impl Role {
-    const EVERY: [Role; 15] = [
+    const EVERY: [Role; 16] = [
         Role::Sends,
         Role::Script,
         Role::SimpleWhenBare,
@@ -225,6 +230,7 @@ impl Role {
         Role::Prepares,
         Role::Begins,
         Role::BeginsAround,
+        Role::Lends,
         Role::Ends,
         Role::BeginsOnArgument,
         Role::EndsOnArgument,
@@ -244,6 +250,7 @@ impl Role {
             Role::Prepares => m.prepares,
             Role::Begins => m.begins,
             Role::BeginsAround => m.begins_around,
+            Role::Lends => m.lends,
             Role::Ends => m.ends,
             Role::BeginsOnArgument => m.begins_on_argument,
             Role::EndsOnArgument => m.ends_on_argument,

@@ -21,6 +21,9 @@ pub(super) const DEADPOOL: Driver = Driver {
     methods: Methods {
         acquires: &["get", "try_get"],
         prepares: &["prepare_cached"],
+        // deadpool-diesel's and deadpool-sqlite's `Object::interact(|conn| ..)`: the closure
+        // runs on the pooled connection.
+        lends: &["interact"],
         connects: &["create_pool", "build"],
         ..Methods::NONE
     },

@@ -82,6 +82,7 @@ fn methods_have_the_roles_their_drivers_give_them() {
     assert!(is("execute", Role::SimpleWhenBare) && !is("query", Role::SimpleWhenBare));
     assert!(is("start_transaction", Role::Begins) && is("transaction", Role::BeginsAround));
     assert!(is("get_owned", Role::Acquires) && !is("get_owned", Role::Sends));
+    assert!(is("interact", Role::Lends) && !is("transaction", Role::Lends));
     assert!(is("sql_query", Role::Starts) && is("establish", Role::Connects));
     assert!(!is("send", Role::Sends) && !is("unknown", Role::Begins));
     assert_eq!(sql_macro("query_as"), Some((1, false)));
