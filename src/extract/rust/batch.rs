@@ -363,7 +363,10 @@ fn walk_fn<'a>(
         })
         .collect();
     w.stack.push(i);
-    w.params(f.sig, f.owner, None, None);
+    // `self` in a trait's default method: what implements the trait, whose methods (the
+    // trait's defaults among them) its calls on `self` reach.
+    let this = f.in_trait.map(|t| Value::Object(t.to_string().into()));
+    w.params(f.sig, f.owner, this, None);
     w.note_held_params(f.sig);
     let returns = match w.body(f.block) {
         Value::Handle(h) => Returns::Handle(h.kind),

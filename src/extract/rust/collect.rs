@@ -25,6 +25,8 @@ pub(super) struct Collector<'a, 'i> {
     /// any other value): what a struct literal's field set by name (`Self { update_sql }`)
     /// holds.
     pub(super) locals: Vec<(&'a syn::Ident, Option<&'a syn::Expr>)>,
+    /// Inside `trait <name>`: its default methods are methods of the types that implement it.
+    pub(super) in_trait: Option<&'a syn::Ident>,
 }
 
 impl<'a> Visit<'a> for Collector<'a, '_> {
@@ -101,10 +103,20 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             syn::visit::visit_impl_item_fn(c, f)
         });
     }
+    fn visit_item_trait(&mut self, t: &'a syn::ItemTrait) {
+        let outer = self.in_trait.replace(&t.ident);
+        syn::visit::visit_item_trait(self, t);
+        self.in_trait = outer;
+    }
     fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
         self.nested(&f.attrs, |c| {
             match &f.default {
-                Some(block) => c.add(&f.sig, block, f),
+                Some(block) => {
+                    c.add(&f.sig, block, f);
+                    if let Some(d) = c.ix.fns.last_mut() {
+                        d.in_trait = c.in_trait;
+                    }
+                }
                 None => {
                     let name = f.sig.ident.to_string();
                     c.ix.required
@@ -364,6 +376,7 @@ impl<'a> Collector<'a, '_> {
             owner: self.owner,
             unused: false,
             migration: false,
+            in_trait: None,
         });
         self.ix
             .by_name

@@ -23,6 +23,8 @@ pub(super) struct FnDef<'a> {
     pub(super) unused: bool,
     /// A migration's `up`/`down` (sea-orm's `MigrationTrait`): applied once per database.
     pub(super) migration: bool,
+    /// The trait a default method is written in (`trait Store { fn deposit(&self) { .. } }`).
+    pub(super) in_trait: Option<&'a syn::Ident>,
 }
 
 impl FnDef<'_> {
@@ -166,6 +168,7 @@ impl<'a> Index<'a> {
                 impl_trait: None,
                 block: None,
                 locals: Vec::new(),
+                in_trait: None,
             }
             .visit_file(&p.ast);
         }
@@ -249,11 +252,19 @@ impl<'a> Index<'a> {
     /// The function a call names: one in the caller's file first, else the only one anywhere.
     /// The method `name` of the type named `owner` (`impl Repo { fn load(&self) }`).
     pub(super) fn method(&self, name: &str, owner: &str) -> Option<usize> {
-        self.by_name.get(name)?.iter().copied().find(|&i| {
-            let f = &self.fns[i];
-            f.sig.receiver().is_some()
-                && f.owner.and_then(types::type_name).as_deref() == Some(owner)
-        })
+        let methods = self.by_name.get(name)?.iter().copied();
+        let mut methods = methods.filter(|&i| self.fns[i].sig.receiver().is_some());
+        let own =
+            |&i: &usize| self.fns[i].owner.and_then(types::type_name).as_deref() == Some(owner);
+        // Else the default of a trait `owner` implements (or is: `self` in a default method).
+        let default = |&i: &usize| {
+            self.fns[i].in_trait.is_some_and(|t| {
+                t == owner
+                    || (self.trait_impls.get(&t.to_string()))
+                        .is_some_and(|types| types.iter().any(|ty| ty == owner))
+            })
+        };
+        methods.clone().find(own).or_else(|| methods.find(default))
     }
 
     /// The method `name` implemented on a handle type (`impl Counters for PgPool`) or on a
