@@ -2,7 +2,6 @@
 //! read along the way and the memory given back after.
 
 use super::*;
-use crate::extract::Limit;
 
 /// Files the pre-scan left out that invoke a `macro_rules!` macro whose definition (in a file
 /// to be parsed) can matter: what the macro writes there can send SQL (see [`macros`]). Their
@@ -235,7 +234,7 @@ pub(super) fn walk_all(
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
     // file need not stay in memory. One that callers walk in place is their statements; its
     // own walk is kept as its summary.
-    let alone = checked_alone(&shared);
+    let alone = inline::checked_alone(&shared);
     let sends: HashSet<usize> = (units.iter())
         .filter(|(_, unit, _)| !unit.transactions.is_empty())
         .map(|&(i, _, _)| i)
@@ -243,7 +242,7 @@ pub(super) fn walk_all(
     front
         .out
         .limits
-        .extend(lost_calls(&index, &shared, &alone, &sends));
+        .extend(inline::lost_calls(&index, &shared, &alone, &sends));
     for ((i, unit, _), (returns, open)) in units.into_iter().zip(ends) {
         if unit.transactions.is_empty() {
             continue;
@@ -265,76 +264,6 @@ pub(super) fn walk_all(
         }
     }
     front.out.declared.extend(declared_tables(&index));
-}
-
-/// Functions checked alone although callers walk them in place: those holding a call too deep
-/// for the walk of a function checked alone (one no caller walks, or one of these).
-fn checked_alone(shared: &Shared) -> HashSet<usize> {
-    let mut alone = HashSet::new();
-    loop {
-        let more: Vec<usize> = shared
-            .cut
-            .iter()
-            .filter(|(root, _)| !shared.inlined.contains_key(root) || alone.contains(root))
-            .map(|&(_, f)| f)
-            .filter(|f| !alone.contains(f))
-            .collect();
-        if more.is_empty() {
-            return alone;
-        }
-        alone.extend(more);
-    }
-}
-
-/// One note per function checked alone whose walk reached calls too deep to walk in place, on
-/// a connection or transaction passed down from it, of helpers that send statements: what those
-/// calls do is not analysed as part of its transactions. At the function's call they are
-/// reached through (the first such call's).
-fn lost_calls(
-    index: &Index,
-    shared: &Shared,
-    alone: &HashSet<usize>,
-    sends: &HashSet<usize>,
-) -> Vec<Limit> {
-    let checked = |f: usize| !shared.inlined.contains_key(&f) || alone.contains(&f);
-    let lost = shared
-        .deep
-        .iter()
-        .filter(|d| checked(d.root) && sends.contains(&d.callee));
-    // Per root, in the order the walks reached them: its first lost call and the calls' sites.
-    let mut roots: Vec<(&Deep, HashSet<Span>)> = Vec::new();
-    let mut place: HashMap<usize, usize> = HashMap::new();
-    for d in lost {
-        let k = *place.entry(d.root).or_insert_with(|| {
-            roots.push((d, HashSet::new()));
-            roots.len() - 1
-        });
-        roots[k].1.insert(d.at);
-    }
-    let name = |f: usize| index.fns[f].sig.ident.to_string();
-    let deep = super::inline::MAX_CALLS;
-    roots
-        .into_iter()
-        .map(|(d, sites)| {
-            let (root, first) = (name(d.root), format!("`{}` in `{}`", name(d.callee), name(d.holder)));
-            let (what, why) = match sites.len() {
-                1 => (
-                    format!("what the call of {first} does in the transactions of `{root}`"),
-                    format!("it is more than {deep} helper calls below `{root}` (through this call), on a connection passed down from it"),
-                ),
-                n => (
-                    format!("what {n} calls more than {deep} helper calls below `{root}` do in its transactions (the first: {first})"),
-                    format!("they are reached through this call, on a connection passed down from `{root}`, and helpers are walked {deep} calls deep"),
-                ),
-            };
-            Limit {
-                span: d.top,
-                what,
-                why,
-                fix: "review by hand what those calls do in that function's transactions; the rest of the run was analysed in full",
-            }
-        })
-        .collect()
 }
 
 /// One function walked: its unit, the handles it holds, what it returns and the transactions

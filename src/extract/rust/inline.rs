@@ -4,6 +4,7 @@
 use super::emit::data_of;
 use super::text::plain_path;
 use super::*;
+use crate::extract::Limit;
 
 /// Calls a function is walked in place through, at most: a helper deeper in a caller's calls
 /// is checked alone instead (each level multiplies the walks of a helper called from many
@@ -353,3 +354,73 @@ const PASS_ON: &[&str] = &[
     "change_context",
     "attach_printable",
 ];
+
+/// Functions checked alone although callers walk them in place: those holding a call too deep
+/// for the walk of a function checked alone (one no caller walks, or one of these).
+pub(super) fn checked_alone(shared: &Shared) -> HashSet<usize> {
+    let mut alone = HashSet::new();
+    loop {
+        let more: Vec<usize> = shared
+            .cut
+            .iter()
+            .filter(|(root, _)| !shared.inlined.contains_key(root) || alone.contains(root))
+            .map(|&(_, f)| f)
+            .filter(|f| !alone.contains(f))
+            .collect();
+        if more.is_empty() {
+            return alone;
+        }
+        alone.extend(more);
+    }
+}
+
+/// One note per function checked alone whose walk reached calls too deep to walk in place, on
+/// a connection or transaction passed down from it, of helpers that send statements: what those
+/// calls do is not analysed as part of its transactions. At the function's call they are
+/// reached through (the first such call's).
+pub(super) fn lost_calls(
+    index: &Index,
+    shared: &Shared,
+    alone: &HashSet<usize>,
+    sends: &HashSet<usize>,
+) -> Vec<Limit> {
+    let checked = |f: usize| !shared.inlined.contains_key(&f) || alone.contains(&f);
+    let lost = shared
+        .deep
+        .iter()
+        .filter(|d| checked(d.root) && sends.contains(&d.callee));
+    // Per root, in the order the walks reached them: its first lost call and the calls' sites.
+    let mut roots: Vec<(&Deep, HashSet<Span>)> = Vec::new();
+    let mut place: HashMap<usize, usize> = HashMap::new();
+    for d in lost {
+        let k = *place.entry(d.root).or_insert_with(|| {
+            roots.push((d, HashSet::new()));
+            roots.len() - 1
+        });
+        roots[k].1.insert(d.at);
+    }
+    let name = |f: usize| index.fns[f].sig.ident.to_string();
+    let deep = MAX_CALLS;
+    roots
+        .into_iter()
+        .map(|(d, sites)| {
+            let (root, first) = (name(d.root), format!("`{}` in `{}`", name(d.callee), name(d.holder)));
+            let (what, why) = match sites.len() {
+                1 => (
+                    format!("what the call of {first} does in the transactions of `{root}`"),
+                    format!("it is more than {deep} helper calls below `{root}` (through this call), on a connection passed down from it"),
+                ),
+                n => (
+                    format!("what {n} calls more than {deep} helper calls below `{root}` do in its transactions (the first: {first})"),
+                    format!("they are reached through this call, on a connection passed down from `{root}`, and helpers are walked {deep} calls deep"),
+                ),
+            };
+            Limit {
+                span: d.top,
+                what,
+                why,
+                fix: "review by hand what those calls do in that function's transactions; the rest of the run was analysed in full",
+            }
+        })
+        .collect()
+}
