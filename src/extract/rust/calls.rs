@@ -13,6 +13,14 @@ impl<'a> Walker<'a, '_> {
             return v;
         }
         let receiver = self.expr(&m.receiver);
+        // deadpool's `conn.interact(|c| ..)`: the closure runs on the receiver's connection, in
+        // whatever transaction that is in.
+        if let Value::Handle(h) = receiver
+            && drivers::is(&name, Role::Lends)
+            && let Some(c) = closure_arg(m)
+        {
+            return self.closure_on(c, h, at);
+        }
         // `self.transaction_with(&mut conn, |conn| ..)`: a closure handed to a method of the
         // run is held until that method calls it, as for a function (see [`Walker::call`]).
         let of_run =
@@ -218,17 +226,13 @@ impl<'a> Walker<'a, '_> {
         name: &str,
         at: Span,
     ) -> Option<Value> {
-        if drivers::is(name, Role::Lends) {
-            return self.closure_lent(m, at);
-        }
         let opened = match name {
             "run" => transaction_builder(&m.receiver),
             n if drivers::is(n, Role::BeginsAround) => Some((&*m.receiver, None)),
             _ => None,
         };
         if let Some((conn, isolation)) = opened
-            && let Some(syn::Expr::Closure(c)) =
-                m.args.iter().find(|a| matches!(a, syn::Expr::Closure(_)))
+            && let Some(c) = closure_arg(m)
         {
             let parent = match self.expr(conn) {
                 Value::Handle(h) => h,
@@ -252,21 +256,6 @@ impl<'a> Walker<'a, '_> {
             return Some(value);
         }
         None
-    }
-
-    /// deadpool's `conn.interact(|c| ..)`: the closure runs on the receiver's connection, in
-    /// whatever transaction that is in. `None` when the receiver is no handle or no closure is
-    /// given.
-    fn closure_lent(&mut self, m: &syn::ExprMethodCall, at: Span) -> Option<Value> {
-        let Some(syn::Expr::Closure(c)) =
-            m.args.iter().find(|a| matches!(a, syn::Expr::Closure(_)))
-        else {
-            return None;
-        };
-        match self.expr(&m.receiver) {
-            Value::Handle(h) => Some(self.closure_on(c, h, at)),
-            _ => None,
-        }
     }
 
     /// Walk closure `c` of the call at `at`, its parameter bound to `h`: what it gives back
@@ -395,3 +384,11 @@ const ADAPTERS: &[&str] = &[
     "change_context",
     "inspect_err",
 ];
+
+/// The closure a method call is given (`conn.transaction(|tx| ..)`), if any.
+fn closure_arg(m: &syn::ExprMethodCall) -> Option<&syn::ExprClosure> {
+    m.args.iter().find_map(|a| match a {
+        syn::Expr::Closure(c) => Some(c),
+        _ => None,
+    })
+}

@@ -363,7 +363,7 @@ pub(super) fn checked_alone(shared: &Shared) -> HashSet<usize> {
         let more: Vec<usize> = shared
             .cut
             .iter()
-            .filter(|(root, _)| !shared.inlined.contains_key(root) || alone.contains(root))
+            .filter(|&&(root, _)| is_alone(shared, &alone, root))
             .map(|&(_, f)| f)
             .filter(|f| !alone.contains(f))
             .collect();
@@ -372,6 +372,12 @@ pub(super) fn checked_alone(shared: &Shared) -> HashSet<usize> {
         }
         alone.extend(more);
     }
+}
+
+/// Whether function `f` is checked alone: no caller walks it in place, or it holds a call too
+/// deep for such a walk (`alone`, so far).
+fn is_alone(shared: &Shared, alone: &HashSet<usize>, f: usize) -> bool {
+    !shared.inlined.contains_key(&f) || alone.contains(&f)
 }
 
 /// One note per function checked alone whose walk reached calls too deep to walk in place, on
@@ -384,11 +390,10 @@ pub(super) fn lost_calls(
     alone: &HashSet<usize>,
     sends: &HashSet<usize>,
 ) -> Vec<Limit> {
-    let checked = |f: usize| !shared.inlined.contains_key(&f) || alone.contains(&f);
     let lost = shared
         .deep
         .iter()
-        .filter(|d| checked(d.root) && sends.contains(&d.callee));
+        .filter(|d| is_alone(shared, alone, d.root) && sends.contains(&d.callee));
     // Per root, in the order the walks reached them: its first lost call and the calls' sites.
     let mut roots: Vec<(&Deep, HashSet<Span>)> = Vec::new();
     let mut place: HashMap<usize, usize> = HashMap::new();
