@@ -50,7 +50,15 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
         let file = self.file;
-        if let Some(handle) = s.fields.iter().find_map(|f| self.ix.kind_of(&f.ty, file)) {
+        if let Some(mut handle) = s.fields.iter().find_map(|f| self.ix.kind_of(&f.ty, file)) {
+            // Rocket's `#[database("..")]` (rocket_sync_db_pools, rocket_contrib, rocket_db_pools)
+            // makes the struct a pool of what it holds, its request guard one connection of it.
+            if drivers::pools_what_it_holds(&s.attrs) {
+                self.ix.derefs.insert(s.ident.to_string());
+                if handle.0 != Executor::Pool {
+                    handle.0 = Executor::PooledConnection;
+                }
+            }
             self.ix.handle_structs.insert(s.ident.to_string(), handle);
         }
         if matches!(s.fields, syn::Fields::Named(_)) {

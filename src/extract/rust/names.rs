@@ -11,6 +11,8 @@ use quote::ToTokens;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
+use super::drivers;
+
 /// How many aliases deep a name is followed (`type A = B; type B = A;` stops here), and how
 /// many aliases one type expands in all (`type A = (A, A, A, A);` would double each level).
 const DEPTH: usize = 8;
@@ -268,6 +270,18 @@ impl Collect<'_, '_> {
                     && renames
                 {
                     self.import(&n.ident, prefix);
+                    // `use rocket_db_pools::Connection;`: a name a driver's type has only
+                    // through its crate keeps that crate in this file.
+                    let krate = prefix.first().map(ToString::to_string);
+                    if krate.is_some_and(|k| drivers::named_through(&n.ident.to_string(), &k)) {
+                        let segments = prefix.iter().chain([&n.ident]).cloned();
+                        let path = syn::Path {
+                            leading_colon: None,
+                            segments: segments.map(syn::PathSegment::from).collect(),
+                        };
+                        let key = (self.file, n.ident.to_string());
+                        self.names.renames.insert(key, path);
+                    }
                 }
                 self.dsl_import(leaf, prefix);
             }
@@ -439,6 +453,29 @@ mod tests {
         // A name for itself stays.
         let ty: syn::Type = syn::parse_str("Pool").unwrap();
         assert!(matches!(n.resolve(&ty, 1), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_generic_name_imported_from_its_driver_keeps_the_crate() {
+        let files = names(&[
+            ("a.rs", "use rocket_db_pools::{Connection, Database};"),
+            (
+                "b.rs",
+                "use diesel::Connection; use deadpool_postgres::Client;",
+            ),
+        ]);
+        let n = collect(&files);
+        let ty: syn::Type = syn::parse_str("Connection<Bank>").unwrap();
+        assert_eq!(
+            text(&n.resolve(&ty, 0)),
+            "rocket_db_pools::Connection<Bank>"
+        );
+        // diesel's `Connection` is a trait, no type named only through diesel.
+        assert!(matches!(n.resolve(&ty, 1), Cow::Borrowed(_)));
+        let ty: syn::Type = syn::parse_str("Client").unwrap();
+        assert_eq!(text(&n.resolve(&ty, 1)), "deadpool_postgres::Client");
+        let ty: syn::Type = syn::parse_str("Database").unwrap();
+        assert!(matches!(n.resolve(&ty, 0), Cow::Borrowed(_)));
     }
 
     #[test]

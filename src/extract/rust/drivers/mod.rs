@@ -35,6 +35,7 @@ const ALL: &[&Driver] = &[
     &pools::DEADPOOL,
     &pools::BB8,
     &pools::R2D2,
+    &pools::ROCKET,
     &diesel::DIESEL,
     &sea_orm::SEA_ORM,
     &clients::RUSQLITE,
@@ -62,6 +63,9 @@ pub(super) struct Driver {
     pub methods: Methods,
     /// Its macros that hold SQL: name, index of the SQL argument, whether that names a file.
     pub macros: &'static [(&'static str, usize, bool)],
+    /// Attributes that make a struct of the project a pool of the handle it holds, the struct
+    /// (its request guard) one connection taken from it (Rocket's `#[database("..")]`).
+    pub pool_attributes: &'static [&'static str],
 }
 
 impl Driver {
@@ -74,6 +78,7 @@ impl Driver {
         traits: &[],
         methods: Methods::NONE,
         macros: &[],
+        pool_attributes: &[],
     };
 }
 
@@ -297,6 +302,14 @@ fn handle_type(name: &str, qualified: &[String]) -> Option<&'static Type> {
         .or_else(|| types().find(|t| t.from.is_empty()))
 }
 
+/// Whether `name` is a handle type only as `krate` names it (`Connection` of rocket_db_pools,
+/// `Client` of deadpool_postgres): a file importing it from there means that type by it.
+pub(super) fn named_through(name: &str, krate: &str) -> bool {
+    ALL.iter()
+        .flat_map(|d| d.types)
+        .any(|t| t.name == name && t.from.contains(&krate))
+}
+
 /// The kind of handle a type named `name` (written as `qualified`) is: the configuration's
 /// own types first, then the drivers'. `None`: not a database handle.
 pub(super) fn kind_of(name: &str, qualified: &[String], cfg: &RustConfig) -> Option<Executor> {
@@ -341,6 +354,16 @@ pub(super) fn shares(name: &str) -> Shares {
         .flat_map(|d| d.types)
         .find(|t| t.name == name && t.shares != Shares::No)
         .map_or(Shares::No, |t| t.shares)
+}
+
+/// Whether `attrs` make their struct a pool of the handle it holds (see
+/// [`Driver::pool_attributes`]).
+pub(super) fn pools_what_it_holds(attrs: &[syn::Attribute]) -> bool {
+    let named = |a: &syn::Attribute| a.path().segments.last().map(|s| s.ident.to_string());
+    attrs
+        .iter()
+        .filter_map(named)
+        .any(|n| ALL.iter().any(|d| d.pool_attributes.contains(&n.as_str())))
 }
 
 /// A type that makes connections for a pool (`ConnectionManager`).

@@ -57,3 +57,23 @@ pub(super) const R2D2: Driver = Driver {
     },
     ..Driver::NONE
 };
+
+/// Rocket's database pools: `#[database("..")]` on a struct holding a connection type
+/// (rocket_sync_db_pools, rocket_contrib 0.4) or a pool (rocket_db_pools) makes a pool of it; a
+/// handler's guard holds one connection of it (the struct itself, or rocket_db_pools'
+/// `Connection<Db>`).
+pub(super) const ROCKET: Driver = Driver {
+    crates: &[
+        ("rocket_sync_db_pools", None),
+        ("rocket_contrib", None),
+        ("rocket_db_pools", None),
+    ],
+    types: &[Type::of("Connection", PooledConnection).from(&["rocket_db_pools"])],
+    methods: Methods {
+        // `db.run(|conn| ..)`: the closure runs on the guard's connection.
+        lends: &["run"],
+        ..Methods::NONE
+    },
+    pool_attributes: &["database"],
+    ..Driver::NONE
+};

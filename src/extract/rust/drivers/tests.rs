@@ -83,11 +83,26 @@ fn methods_have_the_roles_their_drivers_give_them() {
     assert!(is("start_transaction", Role::Begins) && is("transaction", Role::BeginsAround));
     assert!(is("get_owned", Role::Acquires) && !is("get_owned", Role::Sends));
     assert!(is("interact", Role::Lends) && !is("transaction", Role::Lends));
+    assert!(is("run", Role::Lends) && !is("run", Role::Sends));
     assert!(is("sql_query", Role::Starts) && is("establish", Role::Connects));
     assert!(!is("send", Role::Sends) && !is("unknown", Role::Begins));
     assert_eq!(sql_macro("query_as"), Some((1, false)));
     assert_eq!(sql_macro("query_file"), Some((0, true)));
     assert_eq!(sql_macro("format"), None);
+}
+
+#[test]
+fn generic_names_are_handles_only_through_their_crate() {
+    assert!(named_through("Connection", "rocket_db_pools"));
+    assert!(named_through("Client", "deadpool_postgres"));
+    assert!(!named_through("Connection", "diesel") && !named_through("PgPool", "sqlx"));
+    let attrs = |src: &str| syn::parse_str::<syn::ItemStruct>(src).map(|s| s.attrs);
+    let rocket = attrs("#[database(\"bank\")] struct Db(diesel::PgConnection);");
+    assert!(rocket.is_ok_and(|a| pools_what_it_holds(&a)));
+    let derived = attrs("#[derive(Database)] #[database(\"bank\")] struct Db(sqlx::PgPool);");
+    assert!(derived.is_ok_and(|a| pools_what_it_holds(&a)));
+    let other = attrs("#[derive(Debug)] #[serde(rename = \"database\")] struct Db(PgPool);");
+    assert!(other.is_ok_and(|a| !pools_what_it_holds(&a)));
 }
 
 #[test]
