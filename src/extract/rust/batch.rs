@@ -188,12 +188,14 @@ fn read(
     out
 }
 
-/// Files read here that nothing points into are forgotten (a suppression comment counts).
+/// Files read here that nothing points into (a unit, a failure, a limit's note) are forgotten
+/// (a suppression comment counts).
 fn forget_unused(out: &Extracted, own: &mut [(FileId, SourceFile)], late: &HashSet<FileId>) {
     let mut kept: HashSet<FileId> = out.units.iter().flat_map(Unit::files).collect();
     kept.extend(out.summaries.iter().flat_map(|s| s.unit.files()));
     kept.extend(out.failures.iter().map(|f| f.span.file));
     kept.extend(out.unread_sql.iter().map(|s| s.file));
+    kept.extend(out.limits.iter().map(|l| l.span.file));
     for (id, f) in own {
         if late.contains(id) && !kept.contains(id) && !f.text().contains("txlint") {
             f.forget();
@@ -235,8 +237,13 @@ pub(super) fn walk_all(
     // file need not stay in memory. One that callers walk in place is their statements; its
     // own walk is kept as its summary.
     let alone = inline::checked_alone(&shared);
+    // (Statements the rules have semantics for: what SQLite calls do goes unsaid.)
+    let judged = |u: &Unit| {
+        let mut steps = u.transactions.iter().flat_map(|t| t.steps.iter());
+        steps.any(|s| s.facts.dialect.has_rules())
+    };
     let sends: HashSet<usize> = (units.iter())
-        .filter(|(_, unit, _)| !unit.transactions.is_empty())
+        .filter(|(_, unit, _)| judged(unit))
         .map(|&(i, _, _)| i)
         .collect();
     front
