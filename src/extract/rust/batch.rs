@@ -218,6 +218,7 @@ pub(super) fn walk_all(
         cut: HashSet::new(),
         deep: Vec::new(),
         field_sql: HashMap::new(),
+        leaves: HashMap::new(),
         extra,
         batch: b,
     };

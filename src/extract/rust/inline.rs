@@ -170,7 +170,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         if self.stack.contains(&i) {
             return Value::None;
         }
-        if self.stack.len() > MAX_CALLS {
+        // A helper that calls no function of the run adds one level to the walk, not a
+        // multiple of it: walked in place at any depth.
+        if self.stack.len() > MAX_CALLS && !self.is_leaf(i) {
             let values = receiver.iter().map(|(v, _)| v).chain(args);
             self.cut(at, i, values);
             return Value::None;
@@ -241,6 +243,21 @@ impl<'a, 'w> Walker<'a, 'w> {
         self.ordered = saved_ordered;
         self.aliases = saved_aliases;
         value
+    }
+
+    /// Whether function `i` calls no function or method of the run (by name: any of that
+    /// name counts), in its body or in the macros there.
+    fn is_leaf(&mut self, i: usize) -> bool {
+        if let Some(&leaf) = self.shared.leaves.get(&i) {
+            return leaf;
+        }
+        let mut calls = CallsOfRun {
+            ix: self.ix,
+            found: false,
+        };
+        calls.visit_block(self.ix.fns[i].block);
+        self.shared.leaves.insert(i, !calls.found);
+        !calls.found
     }
 
     /// A call too deep to walk in place, passing `values`: the function it is written in (a
@@ -338,6 +355,62 @@ impl<'a, 'w> Walker<'a, 'w> {
                 .reduce(Sql::or)
                 .map_or(Value::None, Value::Sql),
             None => data_of(&returned),
+        }
+    }
+}
+
+/// Finds a call of a function or method the run defines (see [`Walker::is_leaf`]).
+struct CallsOfRun<'i, 'a> {
+    ix: &'i Index<'a>,
+    found: bool,
+}
+
+impl CallsOfRun<'_, '_> {
+    fn named(&mut self, name: &syn::Ident) {
+        self.found |= self.ix.by_name.contains_key(&name.to_string());
+    }
+
+    /// `name(..)` anywhere in a macro's tokens (`join!(load(conn), save(conn))`).
+    fn tokens(&mut self, tokens: TokenStream) {
+        let mut last: Option<proc_macro2::Ident> = None;
+        for t in tokens {
+            match t {
+                TokenTree::Group(g) => {
+                    if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                        && let Some(name) = &last
+                    {
+                        self.found |= self.ix.by_name.contains_key(&name.to_string());
+                    }
+                    self.tokens(g.stream());
+                    last = None;
+                }
+                TokenTree::Ident(i) => last = Some(i),
+                _ => last = None,
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for CallsOfRun<'_, '_> {
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let syn::Expr::Path(p) = &*c.func
+            && let Some(last) = p.path.segments.last()
+        {
+            self.named(&last.ident);
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        self.named(&m.method);
+        syn::visit::visit_expr_method_call(self, m);
+    }
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+    }
+    // A function's value handed on (`.map(load)`) may be called.
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(last) = p.path.segments.last() {
+            self.named(&last.ident);
         }
     }
 }

@@ -136,6 +136,9 @@ struct Shared<'e> {
     /// `Walker::field_sql`); `None` while it is being read (a field whose text uses itself,
     /// through others, is no SQL).
     field_sql: HashMap<(usize, String), Option<Value>>,
+    /// Whether each function asked about calls no function of the run (see
+    /// `Walker::is_leaf`).
+    leaves: HashMap<usize, bool>,
     /// SQL files read for `query_file!`.
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
