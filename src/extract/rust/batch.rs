@@ -219,6 +219,8 @@ pub(super) fn walk_all(
         deep: Vec::new(),
         field_sql: HashMap::new(),
         leaves: HashMap::new(),
+        chosen: Vec::new(),
+        ambiguous: None,
         extra,
         batch: b,
     };
@@ -229,9 +231,10 @@ pub(super) fn walk_all(
     }
     let (mut units, mut ends) = (Vec::new(), Vec::new());
     for i in 0..index.fns.len() {
-        let (unit, held, end) = walk_fn(&index, front, &mut shared, config, i);
-        units.push((i, unit, held));
-        ends.push(end);
+        for (unit, held, end) in walk_each_impl(&index, front, &mut shared, config, i) {
+            units.push((i, unit, held));
+            ends.push(end);
+        }
     }
     leases::mark(&index, &mut units);
     // A function that sends nothing is no unit: no rule has anything to read in it, and its
@@ -255,7 +258,8 @@ pub(super) fn walk_all(
         if unit.transactions.is_empty() {
             continue;
         }
-        match shared.inlined.remove(&i) {
+        // (A function walked once per implementation is several units of one index.)
+        match shared.inlined.get(&i).cloned() {
             // Some caller reached it too deep to walk it in place: it is checked alone.
             Some(_) if alone.contains(&i) => front.out.units.push(unit),
             Some(mut callers) => {
@@ -274,6 +278,51 @@ pub(super) fn walk_all(
     front.out.declared.extend(declared_tables(&index));
 }
 
+/// One function's walk: its unit, the handles it holds, what it returns and the transactions
+/// it leaves open.
+type Walked = (Unit, Vec<leases::Held>, (Returns, Vec<usize>));
+
+/// Walks of one function, at most, one per choice of the types implementing the traits it
+/// calls through (see [`walk_each_impl`]).
+const MAX_WALKS: usize = 8;
+
+/// One function walked (see [`walk_fn`]); once per type implementing a trait it calls through
+/// when several types of the run do (`repo: &R` with `R: Views` and two stores implementing
+/// `Views`): each walk takes one of them for every call through that trait, as a build of
+/// the generic code does, and gives a unit of its own. A walk that meets a second such trait
+/// is walked again once per type of that one too, up to [`MAX_WALKS`] walks in all.
+pub(super) fn walk_each_impl<'a>(
+    index: &Index<'a>,
+    front: &mut Front,
+    shared: &mut Shared<'a>,
+    config: &Config,
+    i: usize,
+) -> Vec<Walked> {
+    let mut done = Vec::new();
+    // Choices still to walk with; the first walk takes none.
+    let mut todo: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    let mut walks = 0;
+    while let Some(chosen) = todo.pop() {
+        shared.chosen = chosen;
+        shared.ambiguous = None;
+        let walked = walk_fn(index, front, shared, config, i);
+        walks += 1;
+        match shared.ambiguous.take() {
+            Some((t, impls)) if walks + todo.len() + impls.len() <= MAX_WALKS => {
+                // In walk order: the first type's walk is done first.
+                for ty in impls.into_iter().rev() {
+                    let mut next = shared.chosen.clone();
+                    next.push((t.clone(), ty));
+                    todo.push(next);
+                }
+            }
+            _ => done.push(walked),
+        }
+    }
+    shared.chosen = Vec::new();
+    done
+}
+
 /// One function walked: its unit, the handles it holds, what it returns and the transactions
 /// it leaves open.
 fn walk_fn<'a>(
@@ -282,7 +331,7 @@ fn walk_fn<'a>(
     shared: &mut Shared<'a>,
     config: &Config,
     i: usize,
-) -> (Unit, Vec<leases::Held>, (Returns, Vec<usize>)) {
+) -> Walked {
     let f = &index.fns[i];
     let mut w = Walker::new(index, front, shared, f.file);
     w.test = f.test && !config.include_tests;

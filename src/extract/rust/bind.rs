@@ -300,20 +300,35 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         match types::type_name(ty) {
             Some(name) if self.ix.handle_structs.contains_key(&name) => Value::Object(name.into()),
-            // `repo: &R` with `R: Accounts`, `impl Accounts`, `&dyn Accounts`: the one type of
-            // the run that implements the trait.
-            _ => match generics::bound_traits(sig, ty).iter().find_map(|t| {
-                match self.ix.trait_impls.get(t)?.as_slice() {
-                    [only] => Some(only),
-                    _ => None,
-                }
-            }) {
-                Some(only) if self.ix.handle_structs.contains_key(only) => {
-                    Value::Object(only.as_str().into())
-                }
-                _ => Value::None,
+            // `repo: &R` with `R: Accounts`, `impl Accounts`, `&dyn Accounts`: the type of the
+            // run that implements the trait.
+            _ => match self.implementor(&generics::bound_traits(sig, ty)) {
+                Some(t) => Value::Object(t.into()),
+                None => Value::None,
             },
         }
+    }
+
+    /// The type of the run a value known only by `traits` is: the one implementing the first
+    /// of them that holds a handle. Of several, the one this walk was given (each is walked
+    /// in turn: see [`super::batch::walk_each_impl`]); else none, and the walk says which.
+    pub(super) fn implementor(&mut self, traits: &[String]) -> Option<String> {
+        let (t, impls) = self.ix.implementors(traits)?;
+        let holding: Vec<&String> = impls
+            .iter()
+            .filter(|i| self.ix.handle_structs.contains_key(*i))
+            .collect();
+        if let [only] = holding.as_slice() {
+            return Some(only.to_string());
+        }
+        if let Some((_, chosen)) = self.shared.chosen.iter().find(|(c, _)| c == t) {
+            return Some(chosen.clone());
+        }
+        if self.shared.ambiguous.is_none() {
+            let all = holding.iter().map(|s| s.to_string()).collect();
+            self.shared.ambiguous = Some((t.to_string(), all));
+        }
+        None
     }
 
     /// `let` of a name whose iteration order is a hash's: a `HashMap` or `HashSet` (by its

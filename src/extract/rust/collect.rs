@@ -12,8 +12,9 @@ pub(super) struct Collector<'a, 'i> {
     pub(super) in_test: bool,
     /// Inside `#[cfg(feature = "<database>")]`.
     pub(super) in_dialect: Option<Dialect>,
-    /// Inside `impl <type>`.
+    /// Inside `impl <type>`, with the `impl`'s generics.
     pub(super) owner: Option<&'a syn::Type>,
+    pub(super) impl_generics: Option<&'a syn::Generics>,
     /// The innermost inline `mod` around the item, if any.
     pub(super) module: Option<&'a syn::Ident>,
     /// Inside `impl Trait for Type` (the trait's name): its methods are called through the
@@ -40,6 +41,7 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     }
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
         let owner = self.owner.take();
+        let generics = self.impl_generics.take();
         let unused = self.unused(&f.vis, &f.attrs, &f.sig.ident);
         self.nested(&f.attrs, |c| {
             c.add(&f.sig, &f.block, f);
@@ -47,6 +49,7 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             syn::visit::visit_item_fn(c, f)
         });
         self.owner = owner;
+        self.impl_generics = generics;
     }
     fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
         let file = self.file;
@@ -177,9 +180,11 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
             }
         }
         let outer = self.owner.replace(&i.self_ty);
+        let generics = self.impl_generics.replace(&i.generics);
         let in_trait = std::mem::replace(&mut self.impl_trait, name.map(|s| s.ident.to_string()));
         self.nested(&i.attrs, |c| syn::visit::visit_item_impl(c, i));
         self.owner = outer;
+        self.impl_generics = generics;
         self.impl_trait = in_trait;
     }
     fn visit_item_const(&mut self, c: &'a syn::ItemConst) {
@@ -382,6 +387,7 @@ impl<'a> Collector<'a, '_> {
             block,
             span: home(self.ix.parsed, self.file, at).span_at(at),
             owner: self.owner,
+            impl_generics: self.impl_generics,
             unused: false,
             migration: false,
             in_trait: None,

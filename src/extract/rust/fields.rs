@@ -134,6 +134,16 @@ impl<'a, 'w> Walker<'a, 'w> {
         v
     }
 
+    /// The type of the run a field of `owner` whose type is a generic parameter stands for,
+    /// by the parameter's bounds on the struct, the method's `impl` block or the method.
+    fn generic_field(&mut self, owner: Option<&syn::Type>, name: &str) -> Option<String> {
+        let (_, s, ty) = self.ix.field_decl(owner?, name, self.file)?;
+        let f = &self.ix.fns[*self.stack.last()?];
+        let generics = [Some(&s.generics), f.impl_generics, Some(&f.sig.generics)];
+        let traits = generics::field_traits(ty, generics.into_iter().flatten());
+        self.implementor(&traits)
+    }
+
     pub(super) fn field_of(&mut self, f: &syn::ExprField, name: &syn::Ident) -> Value {
         let name = name.to_string();
         let of_self = matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident("self"));
@@ -162,6 +172,14 @@ impl<'a, 'w> Walker<'a, 'w> {
             (None, Some(&(kind, dialect, shares))) => (Some(kind), dialect, shares),
             (None, None) => (types::of_variable_name(&name), None, false),
         };
+        // `self.views` of `struct Query<R> { views: Arc<R> }` in `impl<R: Views> Query<R>`: the
+        // type of the run implementing `Views`.
+        if kind.is_none()
+            && of_self
+            && let Some(t) = self.generic_field(owner, &name)
+        {
+            return Value::Object(t.into());
+        }
         match kind {
             Some(kind) => {
                 let mut h = self.handle_of_kind(kind);

@@ -65,12 +65,16 @@ fn generic_bounds<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Vec<&'s syn::T
     }) else {
         return Vec::new();
     };
-    let in_params = sig.generics.params.iter().filter_map(|g| match g {
+    bounds_in(&sig.generics, name)
+}
+
+/// The bounds `generics` gives the parameter `name`, in the list and the `where` clause.
+fn bounds_in<'s>(generics: &'s syn::Generics, name: &syn::Ident) -> Vec<&'s syn::TypeParamBound> {
+    let in_params = generics.params.iter().filter_map(|g| match g {
         syn::GenericParam::Type(t) if t.ident == *name => Some(&t.bounds),
         _ => None,
     });
-    let in_where = sig
-        .generics
+    let in_where = generics
         .where_clause
         .iter()
         .flat_map(|w| &w.predicates)
@@ -83,6 +87,50 @@ fn generic_bounds<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Vec<&'s syn::T
             _ => None,
         });
     in_params.chain(in_where).flatten().collect()
+}
+
+/// The traits bounding the generic parameter a field's type names (`views: R`, `Arc<R>`,
+/// `Box<R>`), in any of `generics` (the struct's, the `impl` block's).
+pub fn field_traits<'g>(
+    ty: &syn::Type,
+    generics: impl IntoIterator<Item = &'g syn::Generics>,
+) -> Vec<String> {
+    let mut ty = ty;
+    loop {
+        match ty {
+            syn::Type::Reference(r) => ty = &r.elem,
+            syn::Type::Path(p) if p.path.segments.len() == 1 => {
+                let last = &p.path.segments[0];
+                let inner = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a)
+                        if matches!(last.ident.to_string().as_str(), "Arc" | "Box" | "Rc") =>
+                    {
+                        a.args.first()
+                    }
+                    _ => break,
+                };
+                match inner {
+                    Some(syn::GenericArgument::Type(t)) => ty = t,
+                    _ => return Vec::new(),
+                }
+            }
+            _ => return Vec::new(),
+        }
+    }
+    let syn::Type::Path(p) = ty else {
+        return Vec::new();
+    };
+    let Some(name) = p.path.get_ident() else {
+        return Vec::new();
+    };
+    generics
+        .into_iter()
+        .flat_map(|g| bounds_in(g, name))
+        .filter_map(|b| match b {
+            syn::TypeParamBound::Trait(t) => t.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The type a generic parameter gives access to by its bounds: `C` in `fn f<C:
@@ -137,6 +185,23 @@ mod tests {
         );
         assert_eq!(target("fn f<C: Clone>(c: C) {}"), None);
         assert_eq!(target("fn f(c: PgConnection) {}"), None);
+    }
+
+    #[test]
+    fn a_field_of_a_generic_type_is_known_by_the_bounds_of_struct_and_impl() {
+        let item: syn::ItemStruct =
+            syn::parse_str("struct Q<R, S: Clone> where R: Views + Send { a: Arc<R>, b: S, c: &'static R, d: Vec<R> }")
+                .expect("test struct parses");
+        let imp: syn::ItemImpl =
+            syn::parse_str("impl<S: Store, R> Q<R, S> {}").expect("test impl parses");
+        let field = |n: usize| {
+            let ty = &item.fields.iter().nth(n).expect("field").ty;
+            field_traits(ty, [&item.generics, &imp.generics])
+        };
+        assert_eq!(field(0), ["Views", "Send"]);
+        assert_eq!(field(1), ["Clone", "Store"]);
+        assert_eq!(field(2), ["Views", "Send"]);
+        assert!(field(3).is_empty(), "a collection of them is not one");
     }
 
     #[test]

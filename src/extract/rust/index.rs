@@ -18,6 +18,8 @@ pub(super) struct FnDef<'a> {
     pub(super) span: Span,
     /// The type of the `impl` block a method is in (`impl Repo`, `impl Trait for PgPool`).
     pub(super) owner: Option<&'a syn::Type>,
+    /// The generics of the `impl` block a method is in (`impl<R: Views> Query<R>`).
+    pub(super) impl_generics: Option<&'a syn::Generics>,
     /// Marked `#[allow(dead_code)]`, private, and named nowhere else in its file (see
     /// [`Collector::unused`]).
     pub(super) unused: bool,
@@ -164,6 +166,7 @@ impl<'a> Index<'a> {
                 in_test: false,
                 in_dialect: None,
                 owner: None,
+                impl_generics: None,
                 module: None,
                 impl_trait: None,
                 block: None,
@@ -190,7 +193,9 @@ impl<'a> Index<'a> {
     }
 
     /// A struct with a field of a struct that holds a handle holds it too (`struct State {
-    /// db: ReadWrite }` around `struct ReadWrite { write_pool: PgPool }`), to any depth.
+    /// db: ReadWrite }` around `struct ReadWrite { write_pool: PgPool }`), to any depth; so
+    /// does one with a field of a generic type whose bounds on the struct name a trait such a
+    /// struct implements.
     fn nest_handle_structs(&mut self) {
         loop {
             let mut found = Vec::new();
@@ -198,9 +203,24 @@ impl<'a> Index<'a> {
                 if self.handle_structs.contains_key(name) {
                     continue;
                 }
-                let inner = defs.iter().flat_map(|(_, s)| &s.fields).find_map(|f| {
-                    let t = types::type_name(&f.ty)?;
-                    self.handle_structs.get(&t).copied()
+                let inner = defs.iter().find_map(|(_, s)| {
+                    s.fields.iter().find_map(|f| {
+                        let t = types::type_name(&f.ty)?;
+                        self.handle_structs.get(&t).copied()
+                    })
+                });
+                // `struct Query<R: Views> { views: Arc<R> }`, a type of the run implementing
+                // `Views` holding one.
+                let inner = inner.or_else(|| {
+                    defs.iter().find_map(|(_, s)| {
+                        s.fields.iter().find_map(|f| {
+                            let traits = generics::field_traits(&f.ty, [&s.generics]);
+                            let (_, impls) = self.implementors(&traits)?;
+                            impls
+                                .iter()
+                                .find_map(|i| self.handle_structs.get(i).copied())
+                        })
+                    })
                 });
                 found.extend(inner.map(|h| (name.clone(), h)));
             }
@@ -238,15 +258,36 @@ impl<'a> Index<'a> {
         field: &str,
         file: usize,
     ) -> Option<(usize, &'a syn::Type)> {
+        self.field_decl(owner, field, file)
+            .map(|(at, _, ty)| (at, ty))
+    }
+
+    /// [`Index::field_type`], with the struct declaring the field.
+    pub(super) fn field_decl(
+        &self,
+        owner: &syn::Type,
+        field: &str,
+        file: usize,
+    ) -> Option<(usize, &'a syn::ItemStruct, &'a syn::Type)> {
         let all = self.structs.get(&types::type_name(owner)?)?;
-        let (at, s) = match all.as_slice() {
+        let &(at, s) = match all.as_slice() {
             [one] => one,
             many => many.iter().find(|(f, _)| *f == file)?,
         };
         s.fields
             .iter()
             .find(|f| f.ident.as_ref().is_some_and(|i| i == field))
-            .map(|f| (*at, &f.ty))
+            .map(|f| (at, s, &f.ty))
+    }
+
+    /// The types of the run implementing one of `traits` that hold a handle: of the first of
+    /// `traits` that has any.
+    pub(super) fn implementors<'t>(&self, traits: &'t [String]) -> Option<(&'t str, &[String])> {
+        traits.iter().find_map(|t| {
+            let impls = self.trait_impls.get(t)?;
+            (impls.iter().any(|i| self.handle_structs.contains_key(i)))
+                .then_some((t.as_str(), impls.as_slice()))
+        })
     }
 
     /// The function a call names: one in the caller's file first, else the only one anywhere.

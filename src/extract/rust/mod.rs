@@ -139,6 +139,10 @@ struct Shared<'e> {
     /// Whether each function asked about calls no function of the run (see
     /// `Walker::is_leaf`).
     leaves: HashMap<usize, bool>,
+    /// The type a walk takes for a trait several types of the run implement (see
+    /// `Walker::implementor`), and the first such trait a walk met with none taken.
+    chosen: Vec<(String, String)>,
+    ambiguous: Option<(String, Vec<String>)>,
     /// SQL files read for `query_file!`.
     extra: &'e Extra,
     /// The batch's place in the run (see [`Extra`]).
