@@ -275,7 +275,7 @@ pub(super) fn walk_all(
             None => front.out.units.push(unit),
         }
     }
-    front.out.declared.extend(declared_tables(&index));
+    front.out.declared.extend(index.declared_tables());
 }
 
 /// One function's walk: its unit, the handles it holds, what it returns and the transactions
@@ -362,53 +362,6 @@ fn walk_fn<'a>(
     let open: Vec<usize> = w.walkers.iter().filter_map(|s| s.open_since()).collect();
     let held = std::mem::take(&mut w.held);
     (w.finish(f), held, (returns, open))
-}
-
-/// The tables diesel's `table!` and sea-orm's entities declare, with the foreign keys of
-/// `joinable!` and `belongs_to` relations.
-fn declared_tables(index: &Index) -> Vec<TableDdl> {
-    let mut declared: Vec<TableDdl> = index.tables.values().cloned().collect();
-    // `joinable!(child -> parent (column))`: a foreign key to the parent's primary key.
-    for [child, parent, column] in &index.joinables {
-        let (Some(c), Some(p)) = (index.tables.get(child), index.tables.get(parent)) else {
-            continue;
-        };
-        let fk = ForeignKey {
-            name: None,
-            columns: vec![column.clone()],
-            table: p.table.clone(),
-            referred: p.primary_key.clone().unwrap_or_default(),
-        };
-        if let Some(d) = declared.iter_mut().find(|d| d.table == c.table)
-            && !d.foreign_keys.contains(&fk)
-        {
-            d.foreign_keys.push(fk);
-        }
-    }
-    // sea-orm's `#[sea_orm(belongs_to = "super::parent::Entity", from = .., to = ..)]`.
-    let table_of = |module: &str| {
-        let t = index
-            .entity_tables
-            .get(module)
-            .map_or(module, String::as_str);
-        t.to_string()
-    };
-    for [child, parent, from, to] in &index.relations {
-        let fk = ForeignKey {
-            name: None,
-            columns: vec![from.clone()],
-            table: table_of(parent),
-            referred: vec![to.clone()],
-        };
-        let child = table_of(child);
-        if let Some(d) = declared.iter_mut().find(|d| d.table == child)
-            && !d.foreign_keys.contains(&fk)
-        {
-            d.foreign_keys.push(fk);
-        }
-    }
-    declared.sort_by(|a, b| a.table.cmp(&b.table));
-    declared
 }
 
 /// The Rust files in batches, one per Cargo workspace (the nearest `Cargo.toml` with a

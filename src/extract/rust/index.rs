@@ -490,3 +490,52 @@ impl Index<'_> {
         out
     }
 }
+
+impl Index<'_> {
+    /// The tables diesel's `table!` and sea-orm's entities declare, with the foreign keys of
+    /// `joinable!` and `belongs_to` relations.
+    pub(super) fn declared_tables(&self) -> Vec<TableDdl> {
+        let mut declared: Vec<TableDdl> = self.tables.values().cloned().collect();
+        // `joinable!(child -> parent (column))`: a foreign key to the parent's primary key.
+        for [child, parent, column] in &self.joinables {
+            let (Some(c), Some(p)) = (self.tables.get(child), self.tables.get(parent)) else {
+                continue;
+            };
+            let fk = ForeignKey {
+                name: None,
+                columns: vec![column.clone()],
+                table: p.table.clone(),
+                referred: p.primary_key.clone().unwrap_or_default(),
+            };
+            if let Some(d) = declared.iter_mut().find(|d| d.table == c.table)
+                && !d.foreign_keys.contains(&fk)
+            {
+                d.foreign_keys.push(fk);
+            }
+        }
+        // sea-orm's `#[sea_orm(belongs_to = "super::parent::Entity", from = .., to = ..)]`.
+        let table_of = |module: &str| {
+            let t = self
+                .entity_tables
+                .get(module)
+                .map_or(module, String::as_str);
+            t.to_string()
+        };
+        for [child, parent, from, to] in &self.relations {
+            let fk = ForeignKey {
+                name: None,
+                columns: vec![from.clone()],
+                table: table_of(parent),
+                referred: vec![to.clone()],
+            };
+            let child = table_of(child);
+            if let Some(d) = declared.iter_mut().find(|d| d.table == child)
+                && !d.foreign_keys.contains(&fk)
+            {
+                d.foreign_keys.push(fk);
+            }
+        }
+        declared.sort_by(|a, b| a.table.cmp(&b.table));
+        declared
+    }
+}

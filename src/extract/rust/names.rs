@@ -237,6 +237,15 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
     }
 }
 
+/// The path `prefix::name` of a `use` tree's leaf.
+fn path_to(prefix: &[syn::Ident], name: &syn::Ident) -> syn::Path {
+    let segments = prefix.iter().chain([name]).cloned();
+    syn::Path {
+        leading_colon: None,
+        segments: segments.map(syn::PathSegment::from).collect(),
+    }
+}
+
 impl Collect<'_, '_> {
     /// Record what a `use` tree names: its renames (`use a::B as C`, when `renames`: a file's
     /// own items, not a function body's) and its diesel `dsl` imports (see [`Dsl`]).
@@ -258,13 +267,8 @@ impl Collect<'_, '_> {
                     && r.ident != r.rename
                     && r.ident != "self"
                 {
-                    let segments = prefix.iter().chain([&r.ident]).cloned();
-                    let path = syn::Path {
-                        leading_colon: None,
-                        segments: segments.map(syn::PathSegment::from).collect(),
-                    };
                     let key = (self.file, r.rename.to_string());
-                    self.names.renames.insert(key, path);
+                    self.names.renames.insert(key, path_to(prefix, &r.ident));
                 }
                 if let syn::UseTree::Name(n) = leaf
                     && renames
@@ -274,13 +278,8 @@ impl Collect<'_, '_> {
                     // through its crate keeps that crate in this file.
                     let krate = prefix.first().map(ToString::to_string);
                     if krate.is_some_and(|k| drivers::named_through(&n.ident.to_string(), &k)) {
-                        let segments = prefix.iter().chain([&n.ident]).cloned();
-                        let path = syn::Path {
-                            leading_colon: None,
-                            segments: segments.map(syn::PathSegment::from).collect(),
-                        };
                         let key = (self.file, n.ident.to_string());
-                        self.names.renames.insert(key, path);
+                        self.names.renames.insert(key, path_to(prefix, &n.ident));
                     }
                 }
                 self.dsl_import(leaf, prefix);
