@@ -310,22 +310,36 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     /// The type of the run a value known only by `traits` is: the one implementing the first
-    /// of them that holds a handle. Of several, the one this walk was given (each is walked
-    /// in turn: see [`super::batch::walk_each_impl`]); else none, and the walk says which.
+    /// of them that holds a handle (an in-memory double beside it does not count). Of several,
+    /// the one this walk was given (each is walked in turn: see
+    /// [`super::batch::walk_each_impl`]); else none, and the walk says which.
     pub(super) fn implementor(&mut self, traits: &[String]) -> Option<String> {
         let (t, impls) = self.ix.implementors(traits)?;
         let holding: Vec<&String> = impls
             .iter()
             .filter(|i| self.ix.handle_structs.contains_key(*i))
             .collect();
-        if let [only] = holding.as_slice() {
+        if let ([_], [only]) = (impls, holding.as_slice()) {
+            return Some(only.to_string());
+        }
+        // Of several, those of a trait the run declares (not `Iterator`, `Display`) whose
+        // handles talk to a database the rules judge: the one, or each in its own walk.
+        let judged = |ty: &&String| {
+            let dialect = self.ix.handle_structs.get(*ty).and_then(|h| h.1);
+            dialect.is_none_or(|d| d.has_rules())
+        };
+        let each: Vec<&String> = match self.ix.traits.contains(t) {
+            true => holding.into_iter().filter(judged).collect(),
+            false => Vec::new(),
+        };
+        if let [only] = each.as_slice() {
             return Some(only.to_string());
         }
         if let Some((_, chosen)) = self.shared.chosen.iter().find(|(c, _)| c == t) {
             return Some(chosen.clone());
         }
-        if self.shared.ambiguous.is_none() {
-            let all = holding.iter().map(|s| s.to_string()).collect();
+        if self.shared.ambiguous.is_none() && !each.is_empty() {
+            let all = each.iter().map(|s| s.to_string()).collect();
             self.shared.ambiguous = Some((t.to_string(), all));
         }
         None

@@ -115,6 +115,7 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
         });
     }
     fn visit_item_trait(&mut self, t: &'a syn::ItemTrait) {
+        self.ix.traits.insert(t.ident.to_string());
         let outer = self.in_trait.replace(&t.ident);
         syn::visit::visit_item_trait(self, t);
         self.in_trait = outer;

@@ -73,6 +73,8 @@ pub(super) struct Index<'a> {
     pub(super) drops: HashSet<String>,
     /// The types of the run that implement each trait (`impl Accounts for PgAccounts`).
     pub(super) trait_impls: HashMap<String, Vec<String>>,
+    /// The traits the run declares.
+    pub(super) traits: HashSet<String>,
     /// Trait methods declared without a body (`fn pool(&self) -> &PgPool;`), by name, with the
     /// file: what a default method that calls one gets back.
     pub(super) required: HashMap<String, Vec<(usize, &'a syn::Signature)>>,
@@ -155,6 +157,7 @@ impl<'a> Index<'a> {
             derefs: HashSet::new(),
             drops: HashSet::new(),
             trait_impls: HashMap::new(),
+            traits: HashSet::new(),
             required: HashMap::new(),
             names: names::TypeNames::collect(parsed.iter().map(|p| (p.path.as_path(), &p.ast))),
             field_values: HashMap::new(),
