@@ -259,10 +259,11 @@ pub(super) fn walk_all(
             continue;
         }
         // (A function walked once per implementation is several units of one index.)
-        match shared.inlined.get(&i).cloned() {
+        match shared.inlined.get(&i) {
             // Some caller reached it too deep to walk it in place: it is checked alone.
             Some(_) if alone.contains(&i) => front.out.units.push(unit),
-            Some(mut callers) => {
+            Some(callers) => {
+                let mut callers = callers.clone();
                 callers.sort_by_key(|s| (s.file, s.start()));
                 callers.dedup();
                 front.out.summaries.push(Summary {

@@ -43,6 +43,11 @@ pub fn bound_traits(sig: &syn::Signature, ty: &syn::Type) -> Vec<String> {
         }
         _ => generic_bounds(sig, ty),
     };
+    trait_names(bounds)
+}
+
+/// The names of the traits among `bounds` (`Views` of `Views + Send + 'static`, `Send` too).
+fn trait_names<'s>(bounds: impl IntoIterator<Item = &'s syn::TypeParamBound>) -> Vec<String> {
     bounds
         .into_iter()
         .filter_map(|b| match b {
@@ -123,14 +128,7 @@ pub fn field_traits<'g>(
     let Some(name) = p.path.get_ident() else {
         return Vec::new();
     };
-    generics
-        .into_iter()
-        .flat_map(|g| bounds_in(g, name))
-        .filter_map(|b| match b {
-            syn::TypeParamBound::Trait(t) => t.path.segments.last().map(|s| s.ident.to_string()),
-            _ => None,
-        })
-        .collect()
+    trait_names(generics.into_iter().flat_map(|g| bounds_in(g, name)))
 }
 
 /// The type a generic parameter gives access to by its bounds: `C` in `fn f<C:

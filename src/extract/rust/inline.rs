@@ -379,7 +379,7 @@ impl CallsOfRun<'_, '_> {
                     if g.delimiter() == proc_macro2::Delimiter::Parenthesis
                         && let Some(name) = &last
                     {
-                        self.found |= self.ix.by_name.contains_key(&name.to_string());
+                        self.named(name);
                     }
                     self.tokens(g.stream());
                     last = None;
