@@ -5,7 +5,7 @@
 //! driver's types.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use quote::ToTokens;
 use syn::visit::Visit;
@@ -33,6 +33,9 @@ pub struct TypeNames<'a> {
     /// `use billing::store::{insert_row, ..}`, per file: a function's (lower-case) name to
     /// the modules of the path it is imported by (`billing`, `store`).
     imports: HashMap<(usize, String), Vec<String>>,
+    /// Structs, enums and unions of the run named like a driver's type: written bare and not
+    /// imported, the name is the run's own type (`struct Client` of an HTTP API).
+    own: HashSet<String>,
 }
 
 /// The names a file gives diesel tables through their `dsl` module, in `use` items at the top
@@ -146,6 +149,7 @@ impl<'a> TypeNames<'a> {
             fn visit_path_segment(&mut self, s: &syn::PathSegment) {
                 let name = s.ident.to_string();
                 self.2 |= self.0.aliases.contains_key(&name)
+                    || self.0.own.contains(&name)
                     || self.0.renames.contains_key(&(self.1, name));
                 syn::visit::visit_path_segment(self, s);
             }
@@ -205,6 +209,15 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
         let name = t.ident.to_string();
         self.names.aliases.entry(name).or_default().push(at);
     }
+    fn visit_item_struct(&mut self, s: &'a syn::ItemStruct) {
+        self.own_type(&s.ident);
+    }
+    fn visit_item_enum(&mut self, e: &'a syn::ItemEnum) {
+        self.own_type(&e.ident);
+    }
+    fn visit_item_union(&mut self, u: &'a syn::ItemUnion) {
+        self.own_type(&u.ident);
+    }
     fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
         self.use_tree(&u.tree, &mut Vec::new(), true);
     }
@@ -247,6 +260,14 @@ fn path_to(prefix: &[syn::Ident], name: &syn::Ident) -> syn::Path {
 }
 
 impl Collect<'_, '_> {
+    /// A type of the run named like a driver's (`struct Client`, `struct Pool<T, F>`).
+    fn own_type(&mut self, name: &syn::Ident) {
+        let name = name.to_string();
+        if drivers::names_a_type(&name) {
+            self.names.own.insert(name);
+        }
+    }
+
     /// Record what a `use` tree names: its renames (`use a::B as C`, when `renames`: a file's
     /// own items, not a function body's) and its diesel `dsl` imports (see [`Dsl`]).
     fn use_tree(&mut self, tree: &syn::UseTree, prefix: &mut Vec<syn::Ident>, renames: bool) {
@@ -274,11 +295,14 @@ impl Collect<'_, '_> {
                     && renames
                 {
                     self.import(&n.ident, prefix);
-                    // `use rocket_db_pools::Connection;`: a name a driver's type has only
-                    // through its crate keeps that crate in this file.
-                    let krate = prefix.first().map(ToString::to_string);
-                    if krate.is_some_and(|k| drivers::named_through(&n.ident.to_string(), &k)) {
-                        let key = (self.file, n.ident.to_string());
+                    // `use rocket_db_pools::Connection;`, `use reqwest::Client;`: a name a
+                    // driver's type has keeps the crate it comes from in this file.
+                    let name = n.ident.to_string();
+                    let external = prefix.first().is_some_and(|k| {
+                        !matches!(k.to_string().as_str(), "crate" | "self" | "super")
+                    });
+                    if external && drivers::names_a_type(&name) {
+                        let key = (self.file, name);
                         self.names.renames.insert(key, path_to(prefix, &n.ident));
                     }
                 }
@@ -362,6 +386,32 @@ struct Resolve<'n, 'a> {
     changed: bool,
 }
 
+impl Resolve<'_, '_> {
+    /// `path` as the file's imports and the run's own types name it: a path starting with a
+    /// name the file imports starts with what it imports (`Pooled<T>` after `use
+    /// deadpool::managed::Object as Pooled`, `Client` after `use tokio_postgres::Client`); a
+    /// bare name of a type of the run is the run's (`crate::Client`). `None`: as written.
+    fn imported(&self, path: &syn::Path) -> Option<syn::Path> {
+        let first = path.segments.first()?;
+        let name = first.ident.to_string();
+        let rest = path.segments.iter().skip(1).cloned();
+        if let Some(full) = self.names.renames.get(&(self.file, name.clone())) {
+            let mut out = full.clone();
+            if let Some(l) = out.segments.last_mut() {
+                l.arguments = first.arguments.clone();
+            }
+            out.segments.extend(rest);
+            return Some(out);
+        }
+        let own = path.segments.len() == 1 && self.names.own.contains(&name);
+        own.then(|| {
+            let mut out = path.clone();
+            out.segments.insert(0, quote::format_ident!("crate").into());
+            out
+        })
+    }
+}
+
 impl VisitMut for Resolve<'_, '_> {
     fn visit_type_mut(&mut self, ty: &mut syn::Type) {
         if let syn::Type::Path(p) = ty
@@ -389,12 +439,8 @@ impl VisitMut for Resolve<'_, '_> {
                 self.depth = depth;
                 return;
             }
-            if let Some(path) = self.names.renames.get(&(self.file, name)) {
-                let args = last.arguments.clone();
-                p.path = path.clone();
-                if let Some(l) = p.path.segments.last_mut() {
-                    l.arguments = args;
-                }
+            if let Some(path) = self.imported(&p.path) {
+                p.path = path;
                 self.changed = true;
             }
         }
@@ -469,12 +515,49 @@ mod tests {
             text(&n.resolve(&ty, 0)),
             "rocket_db_pools::Connection<Bank>"
         );
-        // diesel's `Connection` is a trait, no type named only through diesel.
-        assert!(matches!(n.resolve(&ty, 1), Cow::Borrowed(_)));
+        // diesel's `Connection` (a trait) keeps its crate too: no driver's row names it so.
+        assert_eq!(text(&n.resolve(&ty, 1)), "diesel::Connection<Bank>");
         let ty: syn::Type = syn::parse_str("Client").unwrap();
         assert_eq!(text(&n.resolve(&ty, 1)), "deadpool_postgres::Client");
         let ty: syn::Type = syn::parse_str("Database").unwrap();
         assert!(matches!(n.resolve(&ty, 0), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_drivers_name_the_run_gives_its_own_type_is_the_runs() {
+        let files = names(&[
+            (
+                "api.rs",
+                "pub struct Client { http: reqwest::Client } enum Transaction { Debit }",
+            ),
+            ("db.rs", "use tokio_postgres::{Client, Transaction};"),
+            ("jobs.rs", "use jobserver::Client;"),
+            ("pg.rs", "use super::db::{Client, Pool};"),
+        ]);
+        let n = collect(&files);
+        let ty = |s: &str| syn::parse_str::<syn::Type>(s).unwrap();
+        // The run's own: its path from the crate's root (`crate` `::` name).
+        let own = |name: &str| ["crate", name].join("::");
+        assert_eq!(
+            text(&n.resolve(&ty("&Client"), 0)),
+            format!("&{}", own("Client"))
+        );
+        assert_eq!(text(&n.resolve(&ty("Transaction"), 0)), own("Transaction"));
+        assert_eq!(text(&n.resolve(&ty("Client"), 1)), "tokio_postgres::Client");
+        assert_eq!(
+            text(&n.resolve(&ty("Transaction<'_>"), 1)),
+            "tokio_postgres::Transaction<'_>"
+        );
+        assert_eq!(text(&n.resolve(&ty("Client"), 2)), "jobserver::Client");
+        // An import names a path's first segment, not its last.
+        assert!(matches!(n.resolve(&ty("db::Client"), 2), Cow::Borrowed(_)));
+        // From the run's own modules: its own type where it has one of that name, else a
+        // re-export perhaps, the name as written.
+        assert_eq!(text(&n.resolve(&ty("Client"), 3)), own("Client"));
+        assert!(matches!(n.resolve(&ty("Pool"), 3), Cow::Borrowed(_)));
+        // Written through a path, or a name no driver has: as written.
+        assert!(matches!(n.resolve(&ty("api::Client"), 0), Cow::Borrowed(_)));
+        assert!(matches!(n.resolve(&ty("Debit"), 0), Cow::Borrowed(_)));
     }
 
     #[test]

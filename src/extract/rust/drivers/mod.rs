@@ -293,21 +293,37 @@ pub(super) fn sql_macro(name: &str) -> Option<(usize, bool)> {
 }
 
 /// The handle type named `name`, written as the path `qualified` (`["deadpool_postgres",
-/// "Client"]`): the rows naming its crate first, then those of any crate.
+/// "Client"]`): the rows naming its crate first, then a row of a driver of a crate along it. A
+/// path through another crate or the run's own modules (`reqwest::Client`, `crate::Pool`)
+/// names a driver's type only when the name tells the database (`PgPool`); a bare name, or a
+/// type's associated type, is any driver's.
 fn handle_type(name: &str, qualified: &[String]) -> Option<&'static Type> {
-    let types = || ALL.iter().flat_map(|d| d.types).filter(|t| t.name == name);
-    let krate = qualified.first().map(String::as_str);
-    types()
-        .find(|t| krate.is_some_and(|k| t.from.contains(&k)))
-        .or_else(|| types().find(|t| t.from.is_empty()))
+    let rows = || {
+        ALL.iter()
+            .flat_map(|d| d.types.iter().map(move |t| (d, t)))
+            .filter(|(_, t)| t.name == name)
+    };
+    // `C::Transaction`, `Self::Pool`: a type's associated type is judged by its name, as a
+    // bare name is (crates and modules are written in lower case).
+    let of_type = |m: &[String]| m.first().is_some_and(|f| f.starts_with(char::is_uppercase));
+    let Some((_, modules)) = qualified
+        .split_last()
+        .filter(|(_, m)| !m.is_empty() && !of_type(m))
+    else {
+        return rows().find(|(_, t)| t.from.is_empty()).map(|(_, t)| t);
+    };
+    // `diesel::r2d2::Pool` is r2d2's: a driver's crate anywhere along the path.
+    let through = |d: &Driver| modules.iter().any(|m| d.crates.iter().any(|(c, _)| c == m));
+    rows()
+        .find(|(_, t)| t.from.contains(&modules[0].as_str()))
+        .or_else(|| rows().find(|(d, t)| t.from.is_empty() && through(d)))
+        .or_else(|| rows().find(|(_, t)| t.from.is_empty() && t.dialect.is_some()))
+        .map(|(_, t)| t)
 }
 
-/// Whether `name` is a handle type only as `krate` names it (`Connection` of rocket_db_pools,
-/// `Client` of deadpool_postgres): a file importing it from there means that type by it.
-pub(super) fn named_through(name: &str, krate: &str) -> bool {
-    ALL.iter()
-        .flat_map(|d| d.types)
-        .any(|t| t.name == name && t.from.contains(&krate))
+/// Whether a driver has a handle type named `name`.
+pub(super) fn names_a_type(name: &str) -> bool {
+    ALL.iter().flat_map(|d| d.types).any(|t| t.name == name)
 }
 
 /// The kind of handle a type named `name` (written as `qualified`) is: the configuration's

@@ -2,7 +2,7 @@
 //! hands out a pooled connection, one session returned to the pool with its state.
 
 use super::{Driver, Methods, Shares, Type};
-use crate::model::Executor::{Pool, PooledConnection};
+use crate::model::Executor::{Pool, PooledConnection, Transaction};
 use crate::source::Dialect::{Postgres, Sqlite};
 
 pub(super) const DEADPOOL: Driver = Driver {
@@ -17,6 +17,8 @@ pub(super) const DEADPOOL: Driver = Driver {
         Type::of("Object", PooledConnection).sharing(Shares::Borrowed),
         // deadpool_postgres::Client is a pooled tokio_postgres::Client.
         Type::of("Client", PooledConnection).from(&["deadpool_postgres"]),
+        // deadpool_postgres::Transaction is tokio_postgres's, on a pooled client.
+        Type::of("Transaction", Transaction).from(&["deadpool_postgres"]),
     ],
     methods: Methods {
         acquires: &["get", "try_get"],

@@ -18,7 +18,13 @@ const EXECUTOR: &[&str] = &[
 ];
 
 pub(super) const SQLX: Driver = Driver {
-    crates: &[("sqlx", None)],
+    crates: &[
+        ("sqlx", None),
+        ("sqlx_core", None),
+        ("sqlx_postgres", Some(Postgres)),
+        ("sqlx_mysql", Some(Mysql)),
+        ("sqlx_sqlite", Some(Sqlite)),
+    ],
     types: &[
         Type::of("Pool", Pool),
         Type::of("PgPool", Pool).on(Postgres),

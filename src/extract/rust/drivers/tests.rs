@@ -48,6 +48,27 @@ fn generic_names_count_only_through_their_crate() {
     assert_eq!(kind("sea_orm::DatabaseConnection"), Some(Executor::Pool));
     assert_eq!(kind("sqlx::PgTransaction"), Some(Executor::Transaction));
     assert_eq!(kind("HttpClientPool"), None);
+    assert_eq!(kind("diesel::r2d2::Pool"), Some(Executor::Pool));
+    assert_eq!(kind("sqlx_core::pool::Pool"), Some(Executor::Pool));
+    assert_eq!(
+        kind("deadpool_postgres::Transaction"),
+        Some(Executor::Transaction)
+    );
+    // Another crate's, or the run's own module's: not a driver's.
+    for other in [
+        "reqwest::Client",
+        "jobserver::Client",
+        "inner::Pool",
+        "self::pool::Pool",
+    ] {
+        assert_eq!(kind(other), None, "{other}");
+    }
+    // A generic's associated type, as a bare name.
+    assert_eq!(kind("C::Transaction"), Some(Executor::Transaction));
+    assert_eq!(kind("Self::Pool"), Some(Executor::Pool));
+    // A name that tells its database is the driver's through any path.
+    assert_eq!(kind("super::db::PgPool"), Some(Executor::Pool));
+    assert!(names_a_type("Client") && !names_a_type("Regex"));
     let own = RustConfig {
         connection_types: vec!["db::Conn".into()],
         ..RustConfig::default()
@@ -92,10 +113,7 @@ fn methods_have_the_roles_their_drivers_give_them() {
 }
 
 #[test]
-fn generic_names_are_handles_only_through_their_crate() {
-    assert!(named_through("Connection", "rocket_db_pools"));
-    assert!(named_through("Client", "deadpool_postgres"));
-    assert!(!named_through("Connection", "diesel") && !named_through("PgPool", "sqlx"));
+fn a_struct_of_rockets_database_attribute_is_a_pool() {
     let attrs = |src: &str| syn::parse_str::<syn::ItemStruct>(src).map(|s| s.attrs);
     let rocket = attrs("#[database(\"bank\")] struct Db(diesel::PgConnection);");
     assert!(rocket.is_ok_and(|a| pools_what_it_holds(&a)));
