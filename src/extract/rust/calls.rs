@@ -2,6 +2,7 @@
 
 use super::emit::data_of;
 use super::fncall::held;
+use super::inline::peel_ref;
 use super::text::looks_like_sql;
 use super::*;
 
@@ -30,7 +31,7 @@ impl<'a> Walker<'a, '_> {
         // diesel's `manager.begin_transaction(conn)`, unless the run has a method of that name.
         let v = match (!of_run).then(|| self.transaction_on_argument(&name, &args, at)) {
             Some(Some(v)) => v,
-            _ => self.method_value(m, name, at, receiver, args),
+            _ => self.method_value(m, (name, of_run), at, receiver, args),
         };
         self.run_unran(&held);
         v
@@ -40,7 +41,7 @@ impl<'a> Walker<'a, '_> {
     fn method_value(
         &mut self,
         m: &syn::ExprMethodCall,
-        name: String,
+        (name, of_run): (String, bool),
         at: Span,
         receiver: Value,
         args: Vec<Value>,
@@ -69,10 +70,13 @@ impl<'a> Walker<'a, '_> {
         };
         // client.query("...", &[]), tx.batch_execute("BEGIN; ..."), db.execute(Statement::..).
         // Only SQL is SQL: on a receiver that is not known to be a database handle (an HTTP,
-        // GraphQL or metrics client's `.query("{ ... }")`), the text must read as SQL.
+        // GraphQL or metrics client's `.query("{ ... }")`), the text must read as SQL. A method
+        // of the run on its own handle-holding type (`db.query_one(sql, ..)` of a wrapper that
+        // forwards to its transaction) is walked instead, on the handle it holds.
         let configured = self.ix.config.rust.query_functions.contains(&name);
         let sink = configured
             || drivers::is(&name, Role::Sends)
+                && !of_run
                 && (matches!(receiver, Value::Handle(_))
                     || arg_sql.as_ref().is_some_and(|s| looks_like_sql(&s.text)));
         if let Some(mut sql) = arg_sql.clone()
@@ -83,18 +87,22 @@ impl<'a> Walker<'a, '_> {
             let bare =
                 m.args.len() == 1 && !sql.prepared && drivers::is(&name, Role::SimpleWhenBare);
             sql.batch |= bare || drivers::is(&name, Role::Script);
-            // tokio-postgres parameters: `&[&a, &b]`.
-            if let Some(params) = m.args.iter().nth(1) {
-                let params = match params {
-                    syn::Expr::Reference(r) => &*r.expr,
-                    p => p,
-                };
-                if let syn::Expr::Array(a) = params {
+            // tokio-postgres parameters: `&[&a, &b]`, or a helper's parameter its caller wrote
+            // so.
+            match m.args.iter().nth(1).map(peel_ref) {
+                Some(syn::Expr::Array(a)) => {
                     for e in &a.elems {
                         let b = self.bound(e);
                         sql.binds.push(b);
                     }
                 }
+                Some(syn::Expr::Path(p)) => {
+                    let name = p.path.get_ident().map(ToString::to_string);
+                    if let Some(Value::Params(binds)) = name.and_then(|n| self.vars.get(&n)) {
+                        sql.binds.extend(binds.iter().cloned());
+                    }
+                }
+                _ => {}
             }
             let handle = self.handle(&receiver, &m.receiver);
             let text = self.source_of(&m.receiver);

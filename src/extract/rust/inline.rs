@@ -110,7 +110,12 @@ impl<'a, 'w> Walker<'a, 'w> {
     ) -> Vec<Value> {
         args.iter()
             .zip(exprs)
-            .map(|(v, e)| self.or_data(v.clone(), e))
+            .map(|(v, e)| match (self.or_data(v.clone(), e), peel_ref(e)) {
+                (Value::None | Value::Data(_), syn::Expr::Array(a)) => {
+                    Value::Params(a.elems.iter().map(|e| self.bound(e)).collect())
+                }
+                (v, _) => v,
+            })
             .collect()
     }
 
@@ -501,4 +506,12 @@ pub(super) fn lost_calls(
             }
         })
         .collect()
+}
+
+/// `e` without the borrows around it (`&[&a]` → `[&a]`).
+pub(super) fn peel_ref(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Reference(r) => peel_ref(&r.expr),
+        e => e,
+    }
 }

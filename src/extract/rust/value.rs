@@ -191,6 +191,10 @@ pub(super) enum Value {
     /// `true` or `false` as written, or a name bound to one that cannot change (an argument
     /// of a call walked in place, a `let` without `mut`): an `if` on it takes one arm.
     Bool(bool),
+    /// tokio-postgres parameters written as an array (`&[&id, &n]`) and handed to a helper of
+    /// the run that sends them (`self.inner.query_one(&statement, params)`): the caller's
+    /// binds.
+    Params(std::rc::Rc<[Bind]>),
 }
 
 /// A closure held for the function it was handed to: its syntax, the variables it sees and
