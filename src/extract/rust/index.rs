@@ -159,7 +159,10 @@ impl<'a> Index<'a> {
             trait_impls: HashMap::new(),
             traits: HashSet::new(),
             required: HashMap::new(),
-            names: names::TypeNames::collect(parsed.iter().map(|p| (p.path.as_path(), &p.ast))),
+            names: names::TypeNames::collect(
+                parsed.iter().map(|p| (p.path.as_path(), &p.ast)),
+                &|m| modules.declares(m),
+            ),
             field_values: HashMap::new(),
         };
         for (file, p) in parsed.iter().enumerate() {

@@ -26,6 +26,11 @@ pub(super) struct Modules {
 }
 
 impl Modules {
+    /// Whether a file of the workspace declares a module `name` (`mod name;`).
+    pub(super) fn declares(&self, name: &str) -> bool {
+        self.declared.contains(name)
+    }
+
     pub(super) fn add(&mut self, path: &Path, text: &str) {
         self.files.insert(absolute(path));
         let b = text.as_bytes();

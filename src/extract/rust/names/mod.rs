@@ -52,7 +52,12 @@ struct Dsl {
 
 impl<'a> TypeNames<'a> {
     /// Collect the aliases, renames and `Deref` targets of every file (`files[i]` is file `i`).
-    pub fn collect(files: impl IntoIterator<Item = (&'a std::path::Path, &'a syn::File)>) -> Self {
+    /// `declared` tells the modules the run declares (`mod db;`): a `use db::Pool;` of them
+    /// imports the run's own item.
+    pub fn collect(
+        files: impl IntoIterator<Item = (&'a std::path::Path, &'a syn::File)>,
+        declared: &dyn Fn(&str) -> bool,
+    ) -> Self {
         let mut names = TypeNames::default();
         for (file, (path, ast)) in files.into_iter().enumerate() {
             names.paths.push(path);
@@ -62,7 +67,31 @@ impl<'a> TypeNames<'a> {
             }
             .visit_file(ast);
         }
+        names.localize(declared);
         names
+    }
+
+    /// An import from the run's own crates and modules (`use crate::db::Pool as DbPool`, `use
+    /// store::Transaction` of a package `store/` of the run) names the item by its name: what
+    /// that is, the run's declarations tell (its own type, an alias, a re-exported driver's
+    /// type).
+    fn localize(&mut self, declared: &dyn Fn(&str) -> bool) {
+        let crates: HashSet<String> = self.paths.iter().filter_map(|p| package(p)).collect();
+        let local = |first: &str| {
+            matches!(first, "crate" | "self" | "super") || declared(first) || crates.contains(first)
+        };
+        self.renames.retain(|(_, name), path| {
+            let (Some(first), Some(last)) = (path.segments.first(), path.segments.last()) else {
+                return false;
+            };
+            if !local(&first.ident.to_string()) {
+                return true;
+            }
+            let last = last.ident.clone();
+            let renamed = last != name.as_str();
+            *path = syn::Path::from(last);
+            renamed
+        });
     }
 
     /// `ty` as the driver names it: aliases expanded and renames undone everywhere inside
@@ -250,6 +279,18 @@ impl<'a> Visit<'a> for Collect<'_, 'a> {
     }
 }
 
+/// The crate a file of the run belongs to, by the folder its `src/` is in (`crates/app-store/src/db.rs`:
+/// `app_store`).
+fn package(path: &std::path::Path) -> Option<String> {
+    let parts: Vec<_> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect();
+    let src = parts.iter().rposition(|p| p == "src")?;
+    let dir = parts.get(src.checked_sub(1)?)?;
+    Some(dir.replace('-', "_"))
+}
+
 /// The path `prefix::name` of a `use` tree's leaf.
 fn path_to(prefix: &[syn::Ident], name: &syn::Ident) -> syn::Path {
     let segments = prefix.iter().chain([name]).cloned();
@@ -298,10 +339,7 @@ impl Collect<'_, '_> {
                     // `use rocket_db_pools::Connection;`, `use reqwest::Client;`: a name a
                     // driver's type has keeps the crate it comes from in this file.
                     let name = n.ident.to_string();
-                    let external = prefix.first().is_some_and(|k| {
-                        !matches!(k.to_string().as_str(), "crate" | "self" | "super")
-                    });
-                    if external && drivers::names_a_type(&name) {
+                    if !prefix.is_empty() && drivers::names_a_type(&name) {
                         let key = (self.file, name);
                         self.names.renames.insert(key, path_to(prefix, &n.ident));
                     }
@@ -395,20 +433,26 @@ impl Resolve<'_, '_> {
         let first = path.segments.first()?;
         let name = first.ident.to_string();
         let rest = path.segments.iter().skip(1).cloned();
-        if let Some(full) = self.names.renames.get(&(self.file, name.clone())) {
+        let renamed = self.names.renames.get(&(self.file, name)).map(|full| {
             let mut out = full.clone();
             if let Some(l) = out.segments.last_mut() {
                 l.arguments = first.arguments.clone();
             }
             out.segments.extend(rest);
+            out
+        });
+        let mut out = renamed.clone().unwrap_or_else(|| path.clone());
+        let own = match out.segments.first() {
+            Some(only) if out.segments.len() == 1 => {
+                self.names.own.contains(&only.ident.to_string())
+            }
+            _ => false,
+        };
+        if own {
+            out.segments.insert(0, quote::format_ident!("crate").into());
             return Some(out);
         }
-        let own = path.segments.len() == 1 && self.names.own.contains(&name);
-        own.then(|| {
-            let mut out = path.clone();
-            out.segments.insert(0, quote::format_ident!("crate").into());
-            out
-        })
+        renamed
     }
 }
 

@@ -6,7 +6,9 @@ fn names(files: &[(&str, &str)]) -> Vec<(std::path::PathBuf, syn::File)> {
 }
 
 fn collect(files: &[(std::path::PathBuf, syn::File)]) -> TypeNames<'_> {
-    TypeNames::collect(files.iter().map(|(p, f)| (p.as_path(), f)))
+    TypeNames::collect(files.iter().map(|(p, f)| (p.as_path(), f)), &|m| {
+        m == "models"
+    })
 }
 
 fn text(t: &syn::Type) -> String {
@@ -103,6 +105,33 @@ fn a_drivers_name_the_run_gives_its_own_type_is_the_runs() {
     // re-export perhaps, the name as written.
     assert_eq!(text(&n.resolve(&ty("Client"), 3)), own("Client"));
     assert!(matches!(n.resolve(&ty("Pool"), 3), Cow::Borrowed(_)));
+}
+
+#[test]
+fn an_import_from_the_runs_own_crates_and_modules_names_the_item_by_its_name() {
+    let files = names(&[
+        ("crates/app-store/src/lib.rs", "pub use sqlx::Transaction;"),
+        (
+            "crates/api/src/db.rs",
+            "use app_store::Transaction; use self::pool::Pool as DbPool; \
+             use models::Client as Api; use models::Object;",
+        ),
+        ("crates/api/src/models.rs", "pub struct Client;"),
+    ]);
+    let n = collect(&files);
+    let ty = |s: &str| syn::parse_str::<syn::Type>(s).unwrap();
+    // Not `app_store::Transaction`: the package's re-export, judged by its name.
+    assert!(matches!(
+        n.resolve(&ty("Transaction<'_, Postgres>"), 1),
+        Cow::Borrowed(_)
+    ));
+    assert_eq!(text(&n.resolve(&ty("DbPool"), 1)), "Pool");
+    // `models` is a module of the run (declared), its `Client` the run's own.
+    assert_eq!(
+        text(&n.resolve(&ty("Api"), 1)),
+        ["crate", "Client"].join("::")
+    );
+    assert!(matches!(n.resolve(&ty("Object"), 1), Cow::Borrowed(_)));
     // Written through a path, or a name no driver has: as written.
     assert!(matches!(n.resolve(&ty("api::Client"), 0), Cow::Borrowed(_)));
     assert!(matches!(n.resolve(&ty("Debit"), 0), Cow::Borrowed(_)));
