@@ -1,8 +1,10 @@
 //! The names a run's types go by: `type Conn = Object<AsyncPgConnection>;` aliases, `use
-//! deadpool::managed::Object as DeadpoolObject;` renames, and the `Deref` targets of its own
-//! wrappers (`impl Deref for DbConn { type Target = AsyncPgConnection; }`). A type is resolved
-//! through them before its kind is judged, so a project's names for a driver's types are that
-//! driver's types.
+//! deadpool::managed::Object as DeadpoolObject;` renames, the crate a driver's type name is
+//! imported from (`use reqwest::Client;` is not tokio-postgres's), the run's own types named
+//! like a driver's (`struct Client` of an HTTP API), and the `Deref` targets of its own wrappers
+//! (`impl Deref for DbConn { type Target = AsyncPgConnection; }`). A type is resolved through
+//! them before its kind is judged, so a project's names for a driver's types are that driver's
+//! types, and its own types or another crate's of the same name are not.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -24,7 +26,9 @@ pub struct TypeNames<'a> {
     paths: Vec<&'a std::path::Path>,
     /// `type` aliases by name: the file declaring each and the type it stands for.
     aliases: HashMap<String, Vec<(usize, &'a syn::Type)>>,
-    /// `use .. as ..` renames, per file: the new name to the path it stands for.
+    /// `use .. as ..` renames and imports of a driver's type name (`use reqwest::Client;`), per
+    /// file: the name to the path it stands for (the bare name, imported from the run's own
+    /// crates and modules).
     renames: HashMap<(usize, String), syn::Path>,
     /// `impl Deref for W { type Target = T; }`: W's name to T, with the file declaring it.
     targets: HashMap<String, Vec<(usize, &'a syn::Type)>>,
