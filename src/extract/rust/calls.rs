@@ -2,7 +2,7 @@
 
 use super::emit::data_of;
 use super::fncall::held;
-use super::inline::peel_ref;
+use super::syntax::peel_ref;
 use super::text::looks_like_sql;
 use super::*;
 
@@ -97,8 +97,7 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
                 Some(syn::Expr::Path(p)) => {
-                    let name = p.path.get_ident().map(ToString::to_string);
-                    if let Some(Value::Params(binds)) = name.and_then(|n| self.vars.get(&n)) {
+                    if let Value::Params(binds) = self.path(&p.path) {
                         sql.binds.extend(binds.iter().cloned());
                     }
                 }

@@ -2,6 +2,7 @@
 //! walked with the caller's handles, and where its errors leave.
 
 use super::emit::data_of;
+use super::syntax::peel_ref;
 use super::text::plain_path;
 use super::*;
 use crate::extract::Limit;
@@ -506,12 +507,4 @@ pub(super) fn lost_calls(
             }
         })
         .collect()
-}
-
-/// `e` without the borrows around it (`&[&a]` → `[&a]`).
-pub(super) fn peel_ref(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Reference(r) => peel_ref(&r.expr),
-        e => e,
-    }
 }

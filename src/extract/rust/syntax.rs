@@ -13,6 +13,14 @@ pub(super) fn backend_name(text: &str) -> Option<Dialect> {
     }
 }
 
+/// `e` without the borrows around it (`&[&a]` → `[&a]`).
+pub(super) fn peel_ref(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Reference(r) => peel_ref(&r.expr),
+        e => e,
+    }
+}
+
 /// The name a value goes by: a variable's (`connection`), a field's (`self.connection`).
 pub(super) fn last_name(e: &syn::Expr) -> Option<String> {
     match e {

@@ -437,15 +437,17 @@ impl Resolve<'_, '_> {
         let first = path.segments.first()?;
         let name = first.ident.to_string();
         let rest = path.segments.iter().skip(1).cloned();
-        let renamed = self.names.renames.get(&(self.file, name)).map(|full| {
-            let mut out = full.clone();
-            if let Some(l) = out.segments.last_mut() {
-                l.arguments = first.arguments.clone();
+        let (mut out, renamed) = match self.names.renames.get(&(self.file, name)) {
+            Some(full) => {
+                let mut out = full.clone();
+                if let Some(l) = out.segments.last_mut() {
+                    l.arguments = first.arguments.clone();
+                }
+                out.segments.extend(rest);
+                (out, true)
             }
-            out.segments.extend(rest);
-            out
-        });
-        let mut out = renamed.clone().unwrap_or_else(|| path.clone());
+            None => (path.clone(), false),
+        };
         let own = match out.segments.first() {
             Some(only) if out.segments.len() == 1 => {
                 self.names.own.contains(&only.ident.to_string())
@@ -454,9 +456,8 @@ impl Resolve<'_, '_> {
         };
         if own {
             out.segments.insert(0, quote::format_ident!("crate").into());
-            return Some(out);
         }
-        renamed
+        (own || renamed).then_some(out)
     }
 }
 
