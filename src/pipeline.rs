@@ -271,6 +271,10 @@ impl Analysis {
             );
             program.units.extend(x.units);
         }
+        // A call is walked once alone and again in each caller that walks its function in
+        // place: each call site counts once.
+        program.unread_sql.sort_unstable();
+        program.unread_sql.dedup();
         // A SQL file that Rust code sends is not also a script: its statements run where the
         // code sends them.
         program

@@ -1432,6 +1432,61 @@ fn query_calls_whose_sql_was_not_read_are_counted_and_listed() {
     );
 }
 
+/// A function whose SQL is its parameter (a project's wrapper around the driver) sends its
+/// callers' SQL, which txlint reads in each caller: checked alone it is not SQL txlint failed
+/// to read. A call with SQL built at run time is counted once, however many callers walk the
+/// function it is in.
+#[test]
+fn sql_a_function_is_given_is_not_counted_as_unread_and_each_call_counts_once() {
+    let d = Dir::new("unread-sql-wrapper");
+    d.write(
+        "src/db.rs",
+        "use tokio_postgres::{Client, types::ToSql};\n\
+         pub struct Db { client: Client }\n\
+         impl Db {\n\
+         \x20   pub async fn exec(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, tokio_postgres::Error> {\n\
+         \x20       let statement = self.client.prepare(sql).await?;\n\
+         \x20       self.client.execute(&statement, params).await\n\
+         \x20   }\n\
+         \x20   pub async fn dynamic(&self) -> Result<u64, tokio_postgres::Error> {\n\
+         \x20       let sql = build();\n\
+         \x20       self.client.execute(&sql, &[]).await\n\
+         \x20   }\n\
+         }\n\
+         pub async fn run(pool: &sqlx::PgPool, sql: &str) -> sqlx::Result<()> {\n\
+         \x20   sqlx::query(sql).bind(1).execute(pool).await?;\n\
+         \x20   Ok(())\n\
+         }\n\
+         pub async fn a(db: &Db, pool: &sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {\n\
+         \x20   db.exec(\"UPDATE t SET n = 1 WHERE id = $1\", &[&1i64]).await?;\n\
+         \x20   run(pool, \"DELETE FROM t WHERE id = $1\").await?;\n\
+         \x20   db.dynamic().await?;\n\
+         \x20   Ok(())\n\
+         }\n\
+         pub async fn b(db: &Db) -> Result<(), Box<dyn std::error::Error>> {\n\
+         \x20   db.dynamic().await?;\n\
+         \x20   Ok(())\n\
+         }\n",
+    );
+    let o = txlint(d.path(), &["check", "src/db.rs"]);
+    assert!(
+        stdout(&o)
+            .contains("(1 query call with SQL txlint could not read, listed by `txlint model`)"),
+        "{}",
+        stdout(&o)
+    );
+    let model = stdout(&txlint(d.path(), &["model", "src/db.rs"]));
+    let unread: Vec<&str> = model
+        .lines()
+        .filter(|l| l.contains("query call whose SQL txlint could not read"))
+        .collect();
+    assert_eq!(unread.len(), 1, "{model}");
+    assert!(unread[0].contains("src/db.rs:10:"), "{model}");
+    // The callers' SQL is read where they pass it.
+    assert!(model.contains("Update"), "{model}");
+    assert!(model.contains("Delete"), "{model}");
+}
+
 /// docs/output.md's JSON example is what `txlint check --format json examples/` prints: the
 /// same fields everywhere, its finding one of the run's (its `help` may be cut with ` ...`),
 /// the same summary.

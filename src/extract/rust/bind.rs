@@ -275,7 +275,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             let given = args.and_then(|a| a.get(i)).cloned().unwrap_or_default();
             i += 1;
             let value = match given {
-                Value::None => self.typed_value(sig, &t.ty),
+                Value::None => match self.typed_value(sig, &t.ty) {
+                    // Checked alone: its text comes from its callers.
+                    Value::None if args.is_none() && generics::is_text(sig, &t.ty) => Value::Caller,
+                    v => v,
+                },
                 v => v,
             };
             self.note_sorted(&t.pat, &t.ty);

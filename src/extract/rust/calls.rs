@@ -111,10 +111,14 @@ impl<'a> Walker<'a, '_> {
         // A query sent on a database handle with SQL txlint could not read (`client.query(&sql,
         // ..)`, `sqlx::query(&built).execute(pool)`): counted, so silence is not read as a
         // clean bill.
-        let on_handle = matches!(receiver, Value::Handle(_)) && drivers::is(&name, Role::Sends);
+        // Text a function checked alone is given (`Value::Caller`) is its callers' SQL: each
+        // caller that walks it in place reads theirs.
+        let on_handle = matches!(receiver, Value::Handle(_))
+            && drivers::is(&name, Role::Sends)
+            && !matches!(args.first(), Some(Value::Caller));
         let sent_to_handle = drivers::is(&name, Role::Runs)
             && matches!(args.first(), Some(Value::Handle(_)))
-            && !matches!(receiver, Value::Sql(_));
+            && !matches!(receiver, Value::Sql(_) | Value::Caller);
         if (on_handle && arg_sql.is_none() && !m.args.is_empty()) || sent_to_handle {
             self.front.out.unread_sql.push(at);
         }
@@ -171,6 +175,17 @@ impl<'a> Walker<'a, '_> {
             (n, _) if arg_sql.is_some() && drivers::is(n, Role::Prepares) => {
                 Value::Sql(arg_sql.unwrap_or_else(|| unreachable!()))
             }
+            (n, _)
+                if matches!(args.first(), Some(Value::Caller))
+                    && drivers::is(n, Role::Prepares) =>
+            {
+                Value::Caller
+            }
+            (
+                "bind" | "bind_all" | "persistent" | "as_str" | "as_ref" | "to_string" | "to_owned"
+                | "into" | "clone",
+                Value::Caller,
+            ) => receiver,
             (
                 "bind_all" | "persistent" | "map" | "try_map" | "as_str" | "to_string" | "to_owned"
                 | "into" | "clone" | "build" | "build_query_as" | "build_query_scalar" | "sql",

@@ -297,6 +297,10 @@ impl<'a> Walker<'a, '_> {
             Some(Value::Sql(s)) => Some(s.clone()),
             _ => None,
         };
+        // `sqlx::query(sql)` of a function checked alone that is given `sql`.
+        if drivers::is(name, Role::Starts) && matches!(args.first(), Some(Value::Caller)) {
+            return Some(Value::Caller);
+        }
         if drivers::is(name, Role::Starts)
             && let Some(mut sql) = first_sql(0)
         {

@@ -47,6 +47,19 @@ pub fn bound_traits(sig: &syn::Signature, ty: &syn::Type) -> Vec<String> {
 }
 
 /// The names of the traits among `bounds` (`Views` of `Views + Send + 'static`, `Send` too).
+/// A parameter of this type is text a caller gives: `&str`, `String`, `Cow<str>`, or a type
+/// known only by a bound that text meets (`impl AsRef<str>`, `T: ToStatement`, `Into<String>`).
+pub fn is_text(sig: &syn::Signature, ty: &syn::Type) -> bool {
+    let named = matches!(
+        super::types::type_name(ty).as_deref(),
+        Some("str" | "String" | "Cow")
+    );
+    named
+        || bound_traits(sig, ty)
+            .iter()
+            .any(|t| matches!(t.as_str(), "AsRef" | "Into" | "ToStatement" | "Borrow"))
+}
+
 fn trait_names<'s>(bounds: impl IntoIterator<Item = &'s syn::TypeParamBound>) -> Vec<String> {
     bounds
         .into_iter()

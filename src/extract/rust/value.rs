@@ -195,6 +195,11 @@ pub(super) enum Value {
     /// the run that sends them (`self.inner.query_one(&statement, params)`): the caller's
     /// binds.
     Params(std::rc::Rc<[Bind]>),
+    /// Text the function checked alone is given by its callers (`sql: &str`, `query: &T`
+    /// with `T: ToStatement`), and a statement prepared from it: SQL its callers write, which
+    /// each caller that walks the function in place reads; sent here, it is not SQL txlint
+    /// failed to read.
+    Caller,
 }
 
 /// A closure held for the function it was handed to: its syntax, the variables it sees and
