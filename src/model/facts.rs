@@ -156,10 +156,10 @@ static NO_EXTRA: Extra = Extra {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Operand {
     /// `$n` (and MySQL `?`, numbered in order).
-    pub params: Vec<usize>,
+    pub params: List<usize>,
     /// Identifiers: columns of the statement's tables, or variables (PL/pgSQL, psql), dotted
     /// when qualified (`r.balance`).
-    pub idents: Vec<Name>,
+    pub idents: List<Name>,
     /// The expression as sqlparser prints it.
     pub text: Name,
 }
