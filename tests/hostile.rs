@@ -215,7 +215,7 @@ fn cases() -> Vec<Case> {
                 );
                 write(d, "ifs.sql", s)
             },
-            expect: Some(("analysis-limit", "nested more than 64 deep")),
+            expect: Some(("analysis-limit", "nested more than 16 deep")),
         },
         Case {
             name: "and-chain",
