@@ -5,6 +5,10 @@
 //! time and peak memory of the `txlint check` process (its run of least CPU time out of
 //! three), and the peak above the process floor (txlint on a one-statement file) per byte of
 //! input; then per shape the exponents of CPU time and memory over the sizes (1.0 is linear).
+//! For a Rust shape it also prints syn's own floor: the peak of a process that only reads the
+//! file and parses it with `syn::parse_file` (this benchmark run again as a child), above that
+//! process on a one-item file, per byte (`syn B/B`): txlint holds a file's syntax tree while it
+//! walks it, so its bytes per byte are at least syn's.
 //! Nothing is asserted: speed is measured, not tested.
 //!
 //! The shapes: one line of 500,000 commas per size; Rust query functions (10,000 per size);
@@ -13,10 +17,14 @@
 //! in a PL/pgSQL body (2,000 deep per size); `concat!` of string pieces (10,000 per size).
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 mod common;
-use common::{exponent, memory_floor, run_txlint};
+use common::{exponent, memory_floor, run, run_txlint};
+
+/// Set in the environment of this benchmark's own child that only parses the file it names
+/// with syn (the floor of a Rust shape's memory).
+const SYN_CHILD: &str = "TXLINT_SHAPES_SYN_PARSE";
 
 const SIZES: [usize; 3] = [1, 2, 4];
 
@@ -34,6 +42,11 @@ const SHAPES: [Shape; 7] = [
 ];
 
 fn main() {
+    if let Some(path) = std::env::var_os(SYN_CHILD) {
+        let text = std::fs::read_to_string(path).expect("the shape's file");
+        std::hint::black_box(syn::parse_file(&text).map(|f| f.items.len()).ok());
+        return;
+    }
     let scratch = std::env::temp_dir().join(format!("txlint-shapes-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     let floor = memory_floor(&scratch);
@@ -41,23 +54,33 @@ fn main() {
         "memory floor: {:.1} MB (txlint on a one-statement file); `B/B` is the peak above it per byte of input",
         floor as f64 / 1e6
     );
+    let syn_dir = scratch.join("syn-floor");
+    write(&syn_dir, "lib.rs", "fn f() {}\n");
+    let syn_floor = syn_peak(&file_path(&syn_dir, "lib.rs"));
     println!(
-        "{:<24} {:>4} {:>10} {:>8} {:>8} {:>9} {:>7}",
-        "shape", "size", "bytes", "wall s", "cpu s", "peak MB", "B/B"
+        "{:<24} {:>4} {:>10} {:>8} {:>8} {:>9} {:>7} {:>9}",
+        "shape", "size", "bytes", "wall s", "cpu s", "peak MB", "B/B", "syn B/B"
     );
     for (name, file, text) in SHAPES {
         let mut cpu = Vec::new();
         let mut memory = Vec::new();
         for size in SIZES {
             let dir = scratch.join(format!("{}-{size}", name.replace([' ', '/', '!'], "-")));
-            let bytes = write(&dir, file, &text(size));
+            let (path, bytes) = (file_path(&dir, file), write(&dir, file, &text(size)));
             let (seconds, cpu_s, peak, _) = (0..3)
                 .map(|_| run_txlint(&dir))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("three runs");
             let net = peak.saturating_sub(floor) as f64;
+            let syn = match file.ends_with(".rs") {
+                true => {
+                    let syn = syn_peak(&path).saturating_sub(syn_floor);
+                    format!("{:.1}", syn as f64 / bytes as f64)
+                }
+                false => "-".to_string(),
+            };
             println!(
-                "{name:<24} {size:>4} {bytes:>10} {seconds:>8.2} {cpu_s:>8.2} {:>9.1} {:>7.1}",
+                "{name:<24} {size:>4} {bytes:>10} {seconds:>8.2} {cpu_s:>8.2} {:>9.1} {:>7.1} {syn:>9}",
                 peak as f64 / 1e6,
                 net / bytes as f64
             );
@@ -74,13 +97,30 @@ fn main() {
     let _ = std::fs::remove_dir_all(&scratch);
 }
 
-/// Writes `text` as `dir/file` (a Rust file under `src/`), and returns its length.
+/// The least peak resident bytes of three processes that only parse `path` with syn.
+fn syn_peak(path: &Path) -> u64 {
+    (0..3)
+        .map(|_| {
+            let exe = std::env::current_exe().expect("this benchmark's path");
+            let mut child = std::process::Command::new(exe);
+            child.env(SYN_CHILD, path);
+            run(child).2
+        })
+        .min()
+        .unwrap_or(0)
+}
+
+/// Where a shape's file goes: a Rust file under `src/`.
+fn file_path(dir: &Path, file: &str) -> PathBuf {
+    match file.ends_with(".rs") {
+        true => dir.join("src").join(file),
+        false => dir.join(file),
+    }
+}
+
+/// Writes `text` as `dir/file` (see [`file_path`]), and returns its length.
 fn write(dir: &Path, file: &str, text: &str) -> usize {
-    let path = if file.ends_with(".rs") {
-        dir.join("src").join(file)
-    } else {
-        dir.join(file)
-    };
+    let path = file_path(dir, file);
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }

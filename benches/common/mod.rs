@@ -5,19 +5,33 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// Wall and CPU seconds and peak resident bytes of `txlint check dir`, and its summary line.
+pub fn run_txlint(dir: &Path) -> (f64, f64, u64, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_txlint"));
+    command
+        .args(["check", "--format", "json", "--output", "/dev/null"])
+        .arg(dir);
+    let (seconds, cpu, peak, err) = run(command);
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("checked "))
+        .unwrap_or("(no summary)")
+        .to_string();
+    (seconds, cpu, peak, summary)
+}
+
+/// Wall and CPU seconds and peak resident bytes of a child process, and what it wrote to
+/// stderr.
 #[expect(
     clippy::zombie_processes,
     reason = "reaped by wait4, which also gives its peak memory"
 )]
-pub fn run_txlint(dir: &Path) -> (f64, f64, u64, String) {
+pub fn run(mut command: Command) -> (f64, f64, u64, String) {
     let start = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_txlint"))
-        .args(["check", "--format", "json", "--output", "/dev/null"])
-        .arg(dir)
+    let child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("txlint");
+        .expect("child process");
     let pid = child.id() as libc::pid_t;
     let mut stderr = child.stderr.expect("stderr");
     let reader = std::thread::spawn(move || {
@@ -33,14 +47,9 @@ pub fn run_txlint(dir: &Path) -> (f64, f64, u64, String) {
     let seconds = start.elapsed().as_secs_f64();
     assert_eq!(waited, pid, "wait4 failed");
     let err = reader.join().unwrap_or_default();
-    let summary = err
-        .lines()
-        .find(|l| l.starts_with("checked "))
-        .unwrap_or("(no summary)")
-        .to_string();
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
-    (seconds, cpu, usage.ru_maxrss as u64 * 1024, summary)
+    (seconds, cpu, usage.ru_maxrss as u64 * 1024, err)
 }
 
 /// The memory floor: peak resident bytes of `txlint check` on a one-statement file (its code,
