@@ -123,6 +123,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         let Some(name) = mac.path.segments.last().map(|s| s.ident.to_string()) else {
             return Value::None;
         };
+        if matches!(name.as_str(), "concat" | "concatdoc") {
+            return self.concat(mac);
+        }
         let Ok(args) =
             mac.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
         else {
@@ -175,17 +178,6 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Some(Value::Sql(s)) => Value::Sql(s),
                 _ => Value::None,
             },
-            "concat" | "concatdoc" => {
-                let mut out: Option<Sql> = None;
-                for a in &args {
-                    match (self.expr(a), out.take()) {
-                        (Value::Sql(s), None) => out = Some(s),
-                        (Value::Sql(s), Some(o)) => out = Some(o.concat(s)),
-                        _ => return Value::None,
-                    }
-                }
-                out.map_or(Value::None, Value::Sql)
-            }
             "format" | "formatdoc" => {
                 let first = args.first().map(|a| self.expr(a));
                 self.exprs(args.iter().skip(1));
@@ -212,6 +204,37 @@ impl<'a, 'w> Walker<'a, 'w> {
                 Value::None
             }
         }
+    }
+
+    /// `concat!("UPDATE t ", "SET n = 1")`: SQL when every piece is. Its pieces (literals, or
+    /// macros that give one) hold no comma outside brackets, so they are read one at a time
+    /// from the tokens: a `concat!` of many pieces is not parsed into a list of expressions
+    /// first (syn's expression of a literal is many times its text).
+    fn concat(&mut self, mac: &syn::Macro) -> Value {
+        let mut out: Option<Sql> = None;
+        let mut piece = proc_macro2::TokenStream::new();
+        let mut tokens = mac.tokens.clone().into_iter().peekable();
+        while let Some(t) = tokens.next() {
+            let comma = matches!(&t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',');
+            if !comma {
+                piece.extend([t]);
+            }
+            if !(comma || tokens.peek().is_none()) {
+                continue;
+            }
+            if piece.is_empty() {
+                continue;
+            }
+            let Ok(e) = syn::parse2::<syn::Expr>(std::mem::take(&mut piece)) else {
+                return Value::None;
+            };
+            match (self.expr(&e), out.take()) {
+                (Value::Sql(s), None) => out = Some(s),
+                (Value::Sql(s), Some(o)) => out = Some(o.concat(s)),
+                _ => return Value::None,
+            }
+        }
+        out.map_or(Value::None, Value::Sql)
     }
 
     /// A `format!` string with its placeholders filled: the text of an argument that is SQL
