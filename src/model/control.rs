@@ -157,7 +157,7 @@ pub struct Exit {
     /// fires, that step did not happen.
     pub owner: Option<usize>,
     /// Branch arms enclosing the exit (see [`Step::branch`]).
-    pub branch: Vec<usize>,
+    pub branch: List<usize>,
     pub kind: ExitKind,
     /// It leaves with an error: `return Err(..)`, `bail!`, `.ok_or(..)?`, `RAISE EXCEPTION`
     /// (and every [`ExitKind::Propagate`]).

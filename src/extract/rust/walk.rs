@@ -143,6 +143,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             .filter_map(|(e, frame)| frame.is_none().then_some(e))
             .collect();
         unit.frame_exits = self.frame_exits;
+        // A run keeps every unit until its rules are done: what growing these lists
+        // over-allocated is given back (helpers walked in place add many exits).
+        unit.exits.shrink_to_fit();
+        unit.frame_exits.shrink_to_fit();
+        unit.transactions.shrink_to_fit();
         unit.conditions = self.conditions;
         unit.loops = self.loops;
         unit.sessions = self.sessions;
@@ -466,7 +471,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             seq,
             span,
             owner,
-            branch: self.branch.clone(),
+            branch: self.branch.as_slice().into(),
             kind,
             fails,
         };

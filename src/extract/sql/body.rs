@@ -266,7 +266,7 @@ impl Front {
                 seq: e.seq,
                 span: Span::new(self.file, map.host_range(e.range.clone())),
                 owner: None,
-                branch: e.branch.clone(),
+                branch: e.branch.as_slice().into(),
                 kind: ExitKind::Return,
                 fails: e.fails,
             })

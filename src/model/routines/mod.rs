@@ -495,7 +495,7 @@ fn splice(unit: &mut Unit, plan: Vec<(usize, usize, Around)>, mut arm: usize) {
                     seq: here - 1,
                     span,
                     owner: None,
-                    branch,
+                    branch: branch.into(),
                     kind: ExitKind::Return,
                     fails,
                 });
