@@ -199,6 +199,27 @@ mod tests {
     }
 
     #[test]
+    fn a_parameter_is_text_by_its_type_or_the_bounds_text_meets() {
+        let text = |f: &str| {
+            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
+            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
+                panic!("no typed argument");
+            };
+            is_text(&f.sig, &arg.ty)
+        };
+        assert!(text("fn f(sql: &str) {}"));
+        assert!(text("fn f(sql: String) {}"));
+        assert!(text("fn f(sql: &std::borrow::Cow<'_, str>) {}"));
+        assert!(text("fn f(sql: impl AsRef<str>) {}"));
+        assert!(text("fn f<T: ?Sized + ToStatement>(query: &T) {}"));
+        assert!(text("fn f<S>(sql: S) where S: Into<String> {}"));
+        assert!(!text("fn f(id: i64) {}"));
+        assert!(!text("fn f(pool: &PgPool) {}"));
+        assert!(!text("fn f<E: PgExecutor<'static>>(e: E) {}"));
+        assert!(!text("fn f(rows: &[String]) {}"));
+    }
+
+    #[test]
     fn a_field_of_a_generic_type_is_known_by_the_bounds_of_struct_and_impl() {
         let item: syn::ItemStruct =
             syn::parse_str("struct Q<R, S: Clone> where R: Views + Send { a: Arc<R>, b: S, c: &'static R, d: Vec<R> }")
