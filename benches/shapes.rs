@@ -4,7 +4,9 @@
 //! `cargo bench --bench shapes` prints, per shape and size, the input's bytes, wall and CPU
 //! time and peak memory of the `txlint check` process (its run of least CPU time out of
 //! three), and the peak above the process floor (txlint on a one-statement file) per byte of
-//! input; then per shape the exponents of CPU time and memory over the sizes (1.0 is linear).
+//! input; then per shape the exponents of CPU time and memory over the sizes (1.0 is linear)
+//! and the peak's growth per byte of input between the two largest sizes (what a constant the
+//! process holds at any size does not blur, as it does `B/B` at a small size).
 //! For a Rust shape it also prints syn's own floor: the peak of a process that only reads the
 //! file and parses it with `syn::parse_file` (this benchmark run again as a child), above that
 //! process on a one-item file, per byte (`syn B/B`): txlint holds a file's syntax tree while it
@@ -64,6 +66,7 @@ fn main() {
     for (name, file, text) in SHAPES {
         let mut cpu = Vec::new();
         let mut memory = Vec::new();
+        let mut grown = Vec::new();
         for size in SIZES {
             let dir = scratch.join(format!("{}-{size}", name.replace([' ', '/', '!'], "-")));
             let (path, bytes) = (file_path(&dir, file), write(&dir, file, &text(size)));
@@ -86,10 +89,18 @@ fn main() {
             );
             cpu.push((size as f64, cpu_s.max(1e-3)));
             memory.push((size as f64, net.max(1.0)));
+            grown.push((bytes as f64, peak as f64));
             let _ = std::fs::remove_dir_all(&dir);
         }
+        // What one more byte of input costs, from the two largest sizes: whatever the process
+        // holds whatever its input (its floor, and a constant that a small input shows in
+        // `B/B`) cancels out.
+        let slope = match grown[..] {
+            [.., (b1, p1), (b2, p2)] if b2 > b1 => (p2 - p1) / (b2 - b1),
+            _ => f64::NAN,
+        };
         println!(
-            "{name:<24} exponents: cpu {:.2}, memory {:.2}",
+            "{name:<24} exponents: cpu {:.2}, memory {:.2}; {slope:.1} bytes per byte added",
             exponent(&cpu),
             exponent(&memory)
         );

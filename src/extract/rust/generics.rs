@@ -176,14 +176,21 @@ pub fn generic_target<'s>(sig: &'s syn::Signature, ty: &syn::Type) -> Option<&'s
 mod tests {
     use super::*;
 
+    /// The signature of the function `f` and the type of its first parameter.
+    fn first_param(f: &str) -> (syn::Signature, syn::Type) {
+        let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
+        let Some(syn::FnArg::Typed(arg)) = f.sig.inputs.first() else {
+            panic!("no typed argument");
+        };
+        let ty = (*arg.ty).clone();
+        (f.sig, ty)
+    }
+
     #[test]
     fn a_generic_parameter_stands_for_what_its_bounds_give() {
         let target = |f: &str| {
-            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
-            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
-                panic!("no typed argument");
-            };
-            generic_target(&f.sig, &arg.ty).map(|t| quote::ToTokens::to_token_stream(t).to_string())
+            let (sig, ty) = first_param(f);
+            generic_target(&sig, &ty).map(|t| quote::ToTokens::to_token_stream(t).to_string())
         };
         assert_eq!(
             target("fn f<C: AsMut<PgConnection>>(c: C) {}").as_deref(),
@@ -201,11 +208,8 @@ mod tests {
     #[test]
     fn a_parameter_is_text_by_its_type_or_the_bounds_text_meets() {
         let text = |f: &str| {
-            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
-            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
-                panic!("no typed argument");
-            };
-            is_text(&f.sig, &arg.ty)
+            let (sig, ty) = first_param(f);
+            is_text(&sig, &ty)
         };
         assert!(text("fn f(sql: &str) {}"));
         assert!(text("fn f(sql: String) {}"));
@@ -239,11 +243,8 @@ mod tests {
     #[test]
     fn a_value_known_by_a_trait_is_known_by_its_name() {
         let traits = |f: &str| {
-            let f: syn::ItemFn = syn::parse_str(f).expect("test fn parses");
-            let syn::FnArg::Typed(arg) = &f.sig.inputs[0] else {
-                panic!("no typed argument");
-            };
-            bound_traits(&f.sig, &arg.ty)
+            let (sig, ty) = first_param(f);
+            bound_traits(&sig, &ty)
         };
         assert_eq!(
             traits("fn f<R: Accounts + Send>(r: &R) {}"),
