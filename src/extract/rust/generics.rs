@@ -108,7 +108,7 @@ fn bounds_in<'s>(generics: &'s syn::Generics, name: &syn::Ident) -> Vec<&'s syn:
 }
 
 /// The traits bounding the generic parameter a field's type names (`views: R`, `Arc<R>`,
-/// `Box<R>`), in any of `generics` (the struct's, the `impl` block's).
+/// `Box<R>`, `std::sync::Arc<R>`), in any of `generics` (the struct's, the `impl` block's).
 pub fn field_traits<'g>(
     ty: &syn::Type,
     generics: impl IntoIterator<Item = &'g syn::Generics>,
@@ -117,8 +117,11 @@ pub fn field_traits<'g>(
     loop {
         match ty {
             syn::Type::Reference(r) => ty = &r.elem,
-            syn::Type::Path(p) if p.path.segments.len() == 1 => {
-                let last = &p.path.segments[0];
+            // `Arc<R>`, `std::sync::Arc<R>`: what it points to.
+            syn::Type::Path(p) => {
+                let Some(last) = p.path.segments.last() else {
+                    return Vec::new();
+                };
                 let inner = match &last.arguments {
                     syn::PathArguments::AngleBracketed(a)
                         if matches!(last.ident.to_string().as_str(), "Arc" | "Box" | "Rc") =>
@@ -226,7 +229,7 @@ mod tests {
     #[test]
     fn a_field_of_a_generic_type_is_known_by_the_bounds_of_struct_and_impl() {
         let item: syn::ItemStruct =
-            syn::parse_str("struct Q<R, S: Clone> where R: Views + Send { a: Arc<R>, b: S, c: &'static R, d: Vec<R> }")
+            syn::parse_str("struct Q<R, S: Clone> where R: Views + Send { a: Arc<R>, b: S, c: &'static R, d: Vec<R>, e: std::sync::Arc<R>, f: other::R }")
                 .expect("test struct parses");
         let imp: syn::ItemImpl =
             syn::parse_str("impl<S: Store, R> Q<R, S> {}").expect("test impl parses");
@@ -238,6 +241,11 @@ mod tests {
         assert_eq!(field(1), ["Clone", "Store"]);
         assert_eq!(field(2), ["Views", "Send"]);
         assert!(field(3).is_empty(), "a collection of them is not one");
+        assert_eq!(field(4), ["Views", "Send"], "a pointer named by its path");
+        assert!(
+            field(5).is_empty(),
+            "another crate's `R` is not the parameter"
+        );
     }
 
     #[test]
