@@ -52,6 +52,24 @@ pub fn run(mut command: Command) -> (f64, f64, u64, String) {
     (seconds, cpu, usage.ru_maxrss as u64 * 1024, err)
 }
 
+/// This process's peak resident bytes so far (`VmHWM`). A child it spawns shares its memory
+/// until the child runs its program (posix_spawn), and the child's peak then counts this
+/// process's high-water mark (measured: a parent holding 100 MB makes a 14 MB run of txlint
+/// read 116 MB): a child's measured peak at or below it says only that its own is at most
+/// that.
+#[allow(
+    dead_code,
+    reason = "each bench compiles this module; not every one asks"
+)]
+pub fn high_water() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// The memory floor: peak resident bytes of `txlint check` on a one-statement file (its code,
 /// stacks and buffers), written under `scratch`.
 #[allow(
