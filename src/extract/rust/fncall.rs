@@ -297,16 +297,18 @@ impl<'a> Walker<'a, '_> {
             Some(Value::Sql(s)) => Some(s.clone()),
             _ => None,
         };
-        // `sqlx::query(sql)` of a function checked alone that is given `sql`.
-        if drivers::is(name, Role::Starts) && matches!(args.first(), Some(Value::Caller)) {
-            return Some(Value::Caller);
-        }
-        if drivers::is(name, Role::Starts)
-            && let Some(mut sql) = first_sql(0)
-        {
-            sql.batch = name == "raw_sql";
-            sql.prepared = !sql.batch;
-            return Some(Value::Sql(sql));
+        if drivers::is(name, Role::Starts) {
+            match args.first() {
+                Some(Value::Sql(s)) => {
+                    let mut sql = s.clone();
+                    sql.batch = name == "raw_sql";
+                    sql.prepared = !sql.batch;
+                    return Some(Value::Sql(sql));
+                }
+                // `sqlx::query(sql)` of a function checked alone that is given `sql`.
+                Some(Value::Caller) => return Some(Value::Caller),
+                _ => {}
+            }
         }
         if matches!(name, "from_string" | "from_sql_and_values")
             && let Some(mut sql) = first_sql(1)

@@ -46,7 +46,6 @@ pub fn bound_traits(sig: &syn::Signature, ty: &syn::Type) -> Vec<String> {
     trait_names(bounds)
 }
 
-/// The names of the traits among `bounds` (`Views` of `Views + Send + 'static`, `Send` too).
 /// A parameter of this type is text a caller gives: `&str`, `String`, `Cow<str>`, or a type
 /// known only by a bound that text meets (`impl AsRef<str>`, `T: ToStatement`, `Into<String>`).
 pub fn is_text(sig: &syn::Signature, ty: &syn::Type) -> bool {
@@ -60,6 +59,7 @@ pub fn is_text(sig: &syn::Signature, ty: &syn::Type) -> bool {
             .any(|t| matches!(t.as_str(), "AsRef" | "Into" | "ToStatement" | "Borrow"))
 }
 
+/// The names of the traits among `bounds` (`Views` of `Views + Send + 'static`, `Send` too).
 fn trait_names<'s>(bounds: impl IntoIterator<Item = &'s syn::TypeParamBound>) -> Vec<String> {
     bounds
         .into_iter()

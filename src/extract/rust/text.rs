@@ -211,21 +211,17 @@ impl<'a, 'w> Walker<'a, 'w> {
     /// from the tokens: a `concat!` of many pieces is not parsed into a list of expressions
     /// first (syn's expression of a literal is many times its text).
     fn concat(&mut self, mac: &syn::Macro) -> Value {
+        let comma = |t: &proc_macro2::TokenTree| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',');
         let mut out: Option<Sql> = None;
-        let mut piece = proc_macro2::TokenStream::new();
         let mut tokens = mac.tokens.clone().into_iter().peekable();
-        while let Some(t) = tokens.next() {
-            let comma = matches!(&t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',');
-            if !comma {
-                piece.extend([t]);
-            }
-            if !(comma || tokens.peek().is_none()) {
-                continue;
-            }
+        while tokens.peek().is_some() {
+            // The tokens up to the next comma, which is consumed with them.
+            let piece: proc_macro2::TokenStream =
+                tokens.by_ref().take_while(|t| !comma(t)).collect();
             if piece.is_empty() {
                 continue;
             }
-            let Ok(e) = syn::parse2::<syn::Expr>(std::mem::take(&mut piece)) else {
+            let Ok(e) = syn::parse2::<syn::Expr>(piece) else {
                 return Value::None;
             };
             match (self.expr(&e), out.take()) {
