@@ -20,7 +20,7 @@
 //! (50,000 per size); small statements in one file (20,000 per size); `IF` statements nested
 //! in a PL/pgSQL body (2,000 deep per size); `concat!` of string pieces (10,000 per size).
 
-use std::fmt::Write as _;
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -32,8 +32,13 @@ const SYN_CHILD: &str = "TXLINT_SHAPES_SYN_PARSE";
 
 const SIZES: [usize; 3] = [1, 2, 4];
 
-/// A shape's name, its file's name, and its text at a size.
-type Shape = (&'static str, &'static str, fn(usize) -> String);
+/// A shape's name, its file's name, and what writes its text at a size (streamed to the file:
+/// this benchmark never holds a large text, so its own peak stays below its children's).
+type Shape = (
+    &'static str,
+    &'static str,
+    fn(usize, &mut dyn Write) -> io::Result<()>,
+);
 
 const SHAPES: [Shape; 7] = [
     ("one line of commas", "a.sql", commas),
@@ -62,7 +67,12 @@ fn main() {
         "`<=`: the peak measured is this benchmark's own peak so far (which a spawned child's peak counts): txlint's is at most that"
     );
     let syn_dir = scratch.join("syn-floor");
-    write(&syn_dir, "lib.rs", "fn f() {}\n");
+    write(
+        &syn_dir,
+        "lib.rs",
+        |_, out| out.write_all(b"fn f() {}\n"),
+        1,
+    );
     let syn_floor = syn_peak(&file_path(&syn_dir, "lib.rs"));
     println!(
         "{:<24} {:>4} {:>10} {:>8} {:>8} {:>9} {:>7} {:>9}",
@@ -74,7 +84,7 @@ fn main() {
         let mut grown = Vec::new();
         for size in SIZES {
             let dir = scratch.join(format!("{}-{size}", name.replace([' ', '/', '!'], "-")));
-            let (path, bytes) = (file_path(&dir, file), write(&dir, file, &text(size)));
+            let (path, bytes) = (file_path(&dir, file), write(&dir, file, text, size));
             let parent = high_water();
             let (seconds, cpu_s, peak, _) = (0..3)
                 .map(|_| run_txlint(&dir))
@@ -144,84 +154,97 @@ fn file_path(dir: &Path, file: &str) -> PathBuf {
     }
 }
 
-/// Writes `text` as `dir/file` (see [`file_path`]), and returns its length.
-fn write(dir: &Path, file: &str, text: &str) -> usize {
+/// Writes a shape's text at `size` as `dir/file` (see [`file_path`]), and returns its length.
+fn write(
+    dir: &Path,
+    file: &str,
+    text: fn(usize, &mut dyn Write) -> io::Result<()>,
+    size: usize,
+) -> usize {
     let path = file_path(dir, file);
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
-    std::fs::write(&path, text).expect("scratch file");
-    text.len()
+    let mut out = BufWriter::new(std::fs::File::create(&path).expect("scratch file"));
+    text(size, &mut out)
+        .and_then(|()| out.flush())
+        .expect("scratch file written");
+    std::fs::metadata(&path).map_or(0, |m| m.len() as usize)
 }
 
-fn commas(size: usize) -> String {
-    let mut s = String::from("SELECT 1");
-    s.push_str(&", 1".repeat(500_000 * size));
-    s.push_str(";\n");
-    s
+fn commas(size: usize, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"SELECT 1")?;
+    for _ in 0..500_000 * size {
+        out.write_all(b", 1")?;
+    }
+    out.write_all(b";\n")
 }
 
-fn query_functions(size: usize) -> String {
-    let mut s = String::from("use sqlx::PgPool;\n");
+fn query_functions(size: usize, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "use sqlx::PgPool;")?;
     for i in 0..10_000 * size {
-        let _ = writeln!(
-            s,
+        writeln!(
+            out,
             "pub async fn q{i}(pool: &PgPool) -> sqlx::Result<()> {{ sqlx::query(\"UPDATE t{} SET n = n + 1 WHERE id = $1\").bind({i}).execute(pool).await?; Ok(()) }}",
             i % 50
-        );
+        )?;
     }
-    s
+    Ok(())
 }
 
-fn helper_ring(size: usize) -> String {
+fn helper_ring(size: usize, out: &mut dyn Write) -> io::Result<()> {
     let n = 2_000 * size;
-    let mut s = String::from("use sqlx::PgConnection;\n");
+    writeln!(out, "use sqlx::PgConnection;")?;
     for i in 0..n {
-        let _ = writeln!(
-            s,
+        writeln!(
+            out,
             "pub async fn h{i}(c: &mut PgConnection, d: u32) -> sqlx::Result<()> {{ if d > 0 {{ Box::pin(h{}(c, d - 1)).await?; Box::pin(h{}(c, d - 1)).await?; }} sqlx::query(\"UPDATE r{} SET n = n + 1 WHERE id = 1\").execute(&mut *c).await?; Ok(()) }}",
             (i + 1) % n,
             (i * 7 + 3) % n,
             i % 20
-        );
+        )?;
     }
-    s
+    Ok(())
 }
 
-fn plpgsql_body(size: usize) -> String {
-    let mut s = String::from("CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$\nBEGIN\n");
+fn plpgsql_body(size: usize, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$\nBEGIN"
+    )?;
     for i in 0..50_000 * size {
-        let _ = writeln!(s, "  UPDATE p{} SET n = n + 1 WHERE id = {i};", i % 30);
+        writeln!(out, "  UPDATE p{} SET n = n + 1 WHERE id = {i};", i % 30)?;
     }
-    s.push_str("END $$;\n");
-    s
+    writeln!(out, "END $$;")
 }
 
 /// 80,000 at the largest size: below the 100,000 statements txlint reads of one file.
-fn small_statements(size: usize) -> String {
-    let mut s = String::new();
+fn small_statements(size: usize, out: &mut dyn Write) -> io::Result<()> {
     for i in 0..20_000 * size {
-        let _ = writeln!(s, "UPDATE s{} SET n = n + 1 WHERE id = {i};", i % 30);
+        writeln!(out, "UPDATE s{} SET n = n + 1 WHERE id = {i};", i % 30)?;
     }
-    s
+    Ok(())
 }
 
-fn nested_ifs(size: usize) -> String {
+fn nested_ifs(size: usize, out: &mut dyn Write) -> io::Result<()> {
     let depth = 2_000 * size;
-    let mut s = String::from("DO $$ BEGIN\n");
-    s.push_str(&"IF a THEN UPDATE t SET n = 1 WHERE id = 1;\n".repeat(depth));
-    s.push_str(&"END IF;\n".repeat(depth));
-    s.push_str("END $$;\n");
-    s
+    writeln!(out, "DO $$ BEGIN")?;
+    for _ in 0..depth {
+        writeln!(out, "IF a THEN UPDATE t SET n = 1 WHERE id = 1;")?;
+    }
+    for _ in 0..depth {
+        writeln!(out, "END IF;")?;
+    }
+    writeln!(out, "END $$;")
 }
 
-fn concat_pieces(size: usize) -> String {
-    let mut s = String::from(
-        "pub async fn f(pool: &sqlx::PgPool) -> sqlx::Result<()> {\n    sqlx::query(concat!(\"UPDATE t SET n = 1 WHERE id = 1\"",
-    );
+fn concat_pieces(size: usize, out: &mut dyn Write) -> io::Result<()> {
+    write!(
+        out,
+        "pub async fn f(pool: &sqlx::PgPool) -> sqlx::Result<()> {{\n    sqlx::query(concat!(\"UPDATE t SET n = 1 WHERE id = 1\""
+    )?;
     for _ in 0..10_000 * size {
-        s.push_str(", \" \"");
+        out.write_all(b", \" \"")?;
     }
-    s.push_str(")).execute(pool).await?;\n    Ok(())\n}\n");
-    s
+    writeln!(out, ")).execute(pool).await?;\n    Ok(())\n}}")
 }
