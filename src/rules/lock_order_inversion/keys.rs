@@ -102,6 +102,25 @@ fn fresh_var(tx: &Transaction, step: &Step, var: &Name, depth: usize) -> bool {
             && matches!(f.extra().uses.as_slice(), [v] if v != var && fresh_var(tx, s, v, depth + 1)))
 }
 
+/// The one variable a PL/pgSQL variable is computed from without reading a table, followed
+/// through other such variables (`archive := 'a_' || p_queue` gives `p_queue`), if it is
+/// computed from exactly one.
+fn computed_from(tx: &Transaction, step: &Step, var: &Name, depth: usize) -> Option<String> {
+    let s = assigned_before(tx, step, var)?;
+    if !s.facts.reads.is_empty() || s.facts.fresh {
+        return None;
+    }
+    match s.facts.extra().uses.as_slice() {
+        [v] if v != var => Some(
+            (depth < 4)
+                .then(|| computed_from(tx, s, v, depth + 1))
+                .flatten()
+                .unwrap_or_else(|| v.to_string()),
+        ),
+        _ => None,
+    }
+}
+
 /// One column of the key a statement locks its row by.
 pub(super) struct KeyPart {
     pub(super) column: String,
@@ -115,6 +134,8 @@ pub(super) struct KeyPart {
     pub(super) sources: Vec<String>,
     /// A value this run made itself (see [`fresh_var`]): no other run passes it.
     pub(super) fresh: bool,
+    /// The one input a variable is computed from (see [`computed_from`]).
+    pub(super) from: Option<String>,
 }
 
 /// The whole key a statement locks its row by (`tenant_id = $1 AND id = $2` is one row), when
@@ -144,6 +165,7 @@ pub(super) fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                     .map(|i| i.sources.iter().map(|s| format!("host:{s}")).collect())
                     .unwrap_or_default(),
                 fresh: false,
+                from: None,
             }
         } else if p.value.idents.len() == 1 && is_var(&p.value.idents[0], step) {
             let var = &p.value.idents[0];
@@ -163,6 +185,7 @@ pub(super) fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                     _ => Vec::new(),
                 },
                 fresh: fresh_var(tx, step, var, 0),
+                from: computed_from(tx, step, var, 0),
             }
         } else {
             KeyPart {
@@ -172,6 +195,7 @@ pub(super) fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                 ordered: orders,
                 sources: Vec::new(),
                 fresh: p.value.idents.is_empty() && step.facts.fresh,
+                from: None,
             }
         };
         parts.push(part);

@@ -105,6 +105,14 @@ fn swappable(
     {
         return None;
     }
+    // Two keys computed from one input (a queue's table and its archive, both named after the
+    // queue): a run given another input computes both for it, never these two swapped.
+    if differing
+        .iter()
+        .all(|&i| a_key[i].from.is_some() && a_key[i].from == b_key[i].from)
+    {
+        return None;
+    }
     if names_the_written_row(a.step, a_key, b_key, &differing) {
         return None;
     }
