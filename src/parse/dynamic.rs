@@ -240,7 +240,8 @@ fn name(src: &str, t: &[Token]) -> String {
 }
 
 /// A value spliced in: the variable it quotes (`quote_literal(v)`, `quote_nullable(v)`, `v`,
-/// `NEW.id`), a literal as written, else `NULL`.
+/// `NEW.id`), a literal as written, an expression over them in parentheses (`(n + 1)`: what
+/// a read-compute-write sends), else `NULL`.
 fn value(src: &str, t: &[Token]) -> String {
     match t {
         [f, open, inner @ .., close]
@@ -256,8 +257,34 @@ fn value(src: &str, t: &[Token]) -> String {
         [a, dot, b] if dot.is_punct(src, ".") && a.kind == Kind::Word && b.kind == Kind::Word => {
             format!("{}.{}", a.text(src), b.text(src))
         }
+        _ if is_expression(src, t) => {
+            let (from, to) = (t[0].start(), t[t.len() - 1].end());
+            format!("({})", &src[from..to])
+        }
         _ => "NULL".to_string(),
     }
+}
+
+/// Tokens that are one expression a statement can hold as written: words, literals and
+/// operators on one line, parentheses balanced (not a statement, a comment or a psql variable).
+fn is_expression(src: &str, t: &[Token]) -> bool {
+    let mut depth = 0i32;
+    let ok = t.iter().all(|k| {
+        if k.is_punct(src, "(") {
+            depth += 1;
+        } else if k.is_punct(src, ")") {
+            depth -= 1;
+        }
+        depth >= 0
+            && matches!(
+                k.kind,
+                Kind::Word | Kind::QuotedIdent | Kind::String | Kind::Number | Kind::Punct
+            )
+    });
+    let (Some(first), Some(last)) = (t.first(), t.last()) else {
+        return false;
+    };
+    ok && depth == 0 && !src[first.start()..last.end()].contains('\n')
 }
 
 /// The text of a string literal (see [`string_body`]).
@@ -331,6 +358,20 @@ mod tests {
         assert_eq!(
             read(body),
             "BEGIN DELETE FROM __ WHERE id = OLD.id; UPDATE stats SET pct = pct % 10 WHERE a = NEW.a AND b = NEW.a; END"
+        );
+    }
+
+    #[test]
+    fn a_value_computed_in_the_call_is_spliced_as_its_expression() {
+        // `USING n + 1`: the statement writes what `n + 1` is, not an unknown value.
+        let body = "begin
+          execute 'update q_jobs set attempts = $1 where id = $2' using n + 1, jid;
+          execute format('update t set total = %L where id = %s', coalesce(v_total, 0) * 2, NEW.id);
+        end";
+        assert_eq!(
+            read(body),
+            "begin update q_jobs set attempts = (n + 1) where id = jid; \
+             update t set total = (coalesce(v_total, 0) * 2) where id = NEW.id; end"
         );
     }
 
