@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use super::Context;
 use super::analysis_limit::{CANDIDATES, analysis_limit_diagnostic};
-use crate::diagnostic::{Diagnostic, Race};
+use crate::diagnostic::{Diagnostic, Label, Race};
 use crate::model::flow::{At, Flow, constant, field_of_read, is_var, same_constant, value_key};
 use crate::model::*;
 use crate::source::Span;
@@ -16,11 +16,25 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     for unit in cx.program.units.iter().filter(|u| !u.runs_once()) {
         let flow = Flow::new(unit);
         let mut limited = None;
+        // One finding per read and written statement: the same write sent through several
+        // calls of this unit (one per arm of a `match`) is one race, its other calls labels.
+        let mut found: Vec<((Span, Span), Diagnostic)> = Vec::new();
         for i in 0..flow.steps.len() {
-            if let Some(d) = write(cx, unit, &flow, i, &mut limited) {
-                out.push(d);
+            let Some((race, d)) = write(cx, unit, &flow, i, &mut limited) else {
+                continue;
+            };
+            match found.iter_mut().find(|(r, _)| *r == race) {
+                Some((_, first)) if first.span != d.span => {
+                    first.labels.push(Label {
+                        span: d.span,
+                        message: "also written back by this call".into(),
+                    });
+                }
+                Some(_) => {}
+                None => found.push((race, d)),
             }
         }
+        out.extend(found.into_iter().map(|(_, d)| d));
         if let Some(span) = limited {
             out.push(analysis_limit_diagnostic(
                 span,
@@ -32,15 +46,16 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// The finding for the `UPDATE` at position `i`, against the nearest read that loses it.
-/// `limited` is set to the unit's place when a write had more candidates than the budget.
+/// The finding for the `UPDATE` at position `i`, against the nearest read that loses it, with
+/// the read's and the write's statements. `limited` is set to the unit's place when a write
+/// had more candidates than the budget.
 fn write(
     cx: &Context,
     unit: &Unit,
     flow: &Flow,
     i: usize,
     limited: &mut Option<Span>,
-) -> Option<Diagnostic> {
+) -> Option<((Span, Span), Diagnostic)> {
     let w = &flow.steps[i];
     let f = &w.step.facts;
     if w.txn.scope == Scope::Unknown {
@@ -105,7 +120,8 @@ fn write(
             {
                 return None;
             }
-            return Some(diagnostic(cx, unit, (r, w), set, strong, same_tx));
+            let d = diagnostic(cx, unit, (r, w), set, strong, same_tx);
+            return Some(((r.step.span, w.step.span), d));
         }
     }
     None
@@ -120,7 +136,10 @@ fn diagnostic(
     same_tx: bool,
 ) -> Diagnostic {
     let primary = set.span.unwrap_or(w.step.span);
-    let line = cx.place(r.step.span, primary);
+    // Where the finding will be: the column written back, or the call that sends the write
+    // (see below).
+    let call = composing_call(w.step, r.step, primary);
+    let line = cx.place(r.step.span, call.unwrap_or(primary));
     let col = &set.column;
     let mut message = if strong {
         format!("`{col}` is read at {line} and written back without a lock or version check")
@@ -162,7 +181,6 @@ fn diagnostic(
     };
     let mut d = Diagnostic::new(&RULE, primary, message)
         .note("overwritten here")
-        .in_step(w.step)
         .about(Race::LostUpdate, &[(unit, r.step), (unit, w.step)])
         .label(r.step.span, "read here")
         .help(format!(
@@ -171,8 +189,21 @@ fn diagnostic(
     if let Some((_, at, label)) = unguarded {
         d = d.label(at, label);
     }
-    // Read and write reached through different calls (`let c = repo.load(id)?; ..;
-    // repo.save(&c)`): the function that makes those calls is where the race is composed.
+    // A write a host helper sends after a read reached through another call (`let c =
+    // repo.load(id)?; ..; repo.save(&c)`): the function that makes those calls composes the
+    // race, and the finding is at its call of the write (see [`composing_call`]). (A routine a
+    // statement runs is no choice of the caller's: at the write, its calls labelled.)
+    if call.is_some() {
+        return super::at_the_call(
+            d,
+            (w.step, r.step),
+            [
+                "writes back through this call",
+                "overwritten here",
+                "read by this call",
+            ],
+        );
+    }
     let (rc, wc) = (r.step.host().calls.first(), w.step.host().calls.first());
     if rc != wc {
         if let Some(&c) = rc {
@@ -182,7 +213,16 @@ fn diagnostic(
             d = d.label(c, "written back by this call");
         }
     }
-    d
+    d.in_step(w.step)
+}
+
+/// The call of the function where the read `r` and the host write `w` meet, when `w` is sent
+/// by a helper it calls and the written column (`primary`) is not in that call's own text (a
+/// wrapper given the SQL: the race is already visible at the column).
+fn composing_call(w: &Step, r: &Step, primary: Span) -> Option<Span> {
+    w.host().via.as_ref()?;
+    let call = *w.host().calls.get(super::shared_calls(w, r))?;
+    (!call.contains(primary)).then_some(call)
 }
 
 /// The write's transaction also inserts a value computed from the read into columns a unique
