@@ -120,6 +120,10 @@ pub struct Extra {
     /// `CREATE [TEMP] TABLE t`: `t`, and whether it is temporary. Until its transaction commits
     /// no other transaction sees the table (a temporary one, never): nothing races on it.
     pub created: Option<Box<(Name, bool)>>,
+    /// `CREATE TABLE|INDEX|SEQUENCE|SCHEMA IF NOT EXISTS name` (PostgreSQL, not temporary):
+    /// `name`. The catalog is checked and the object created in two steps: two sessions can
+    /// both find it missing, and the second fails on the catalog's unique index (23505).
+    pub creates_if_missing: Option<Box<Name>>,
 }
 
 /// `f(a, $1)` or `CALL p(..)` in a statement: if the run defines `f`, its statements run here.
@@ -150,6 +154,7 @@ static NO_EXTRA: Extra = Extra {
     absent_tests: List::new(),
     conflict_on: List::new(),
     created: None,
+    creates_if_missing: None,
 };
 
 /// An expression's ingredients.

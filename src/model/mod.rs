@@ -560,5 +560,5 @@ const _: () = {
     assert!(std::mem::size_of::<Step>() == 136);
     assert!(std::mem::size_of::<Transaction>() == 160);
     assert!(std::mem::size_of::<facts::Facts>() == 80);
-    assert!(std::mem::size_of::<facts::Extra>() == 192);
+    assert!(std::mem::size_of::<facts::Extra>() == 200);
 };

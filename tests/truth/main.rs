@@ -4,6 +4,7 @@
 //! The rule pages cite these tests by name.
 
 mod advisory_set;
+mod create_if_missing;
 mod pg;
 mod picked_by_state;
 mod range_replace;

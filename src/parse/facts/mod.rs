@@ -170,6 +170,11 @@ impl Reader<'_> {
                 if let Some(created) = created_table(&c) {
                     f.extra_mut().created = Some(Box::new(created));
                 }
+                if self.dialect == Dialect::Postgres
+                    && let Some(name) = created_if_missing(&c)
+                {
+                    f.extra_mut().creates_if_missing = Some(Box::new(name));
+                }
             }
             _ => {}
         }

@@ -33,6 +33,25 @@ pub(super) fn created_table(c: &Cursor) -> Option<(Name, bool)> {
     Some((name.into(), temp))
 }
 
+/// `CREATE [UNLOGGED] TABLE | [UNIQUE] INDEX | SEQUENCE | SCHEMA IF NOT EXISTS name`: the
+/// object created when missing (not a temporary table, which is the session's own).
+pub(super) fn created_if_missing(c: &Cursor) -> Option<Name> {
+    if !c.is(0, "create") {
+        return None;
+    }
+    let kinds = |w: &str| matches!(w, "table" | "index" | "sequence" | "schema");
+    let at = (1..4).find(|&i| c.word_is(i, kinds))?;
+    if !(1..at).all(|i| c.word_is(i, |w| matches!(w, "unlogged" | "unique"))) {
+        return None;
+    }
+    let i = at + 1;
+    if !(c.is(i, "if") && c.is(i + 1, "not") && c.is(i + 2, "exists")) {
+        return None;
+    }
+    let (name, _) = c.name(i + 3)?;
+    Some(name.into())
+}
+
 /// `CREATE TABLE`, `CREATE UNIQUE INDEX`, `ALTER TABLE`: DDL the schema is read from.
 pub(super) fn declares_keys(c: &Cursor) -> bool {
     let mut i = 1;
