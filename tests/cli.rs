@@ -447,6 +447,25 @@ fn model_shows_executors_and_transactions() {
     );
 }
 
+/// `txlint model` shows the object a routine creates when it is missing, with the part dynamic
+/// SQL fills in at run time as a hole.
+#[test]
+fn model_shows_objects_created_if_missing() {
+    let d = Dir::new("model-creates");
+    d.write(
+        "a.sql",
+        "CREATE FUNCTION f(q text) RETURNS void LANGUAGE plpgsql AS $$\nBEGIN\n    CREATE TABLE IF NOT EXISTS event_log (id int);\n    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON event_log (id)', 'ix_' || q);\nEND $$;\n",
+    );
+    let o = txlint(d.path(), &["model"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("a.sql:3:5 Ddl creates `event_log` if missing\n"),
+        "{out}"
+    );
+    assert!(out.contains("creates `ix___` if missing"), "{out}");
+}
+
 /// `txlint model` shows what host code binds to each parameter and which statements' results
 /// the value comes from.
 #[test]

@@ -168,6 +168,9 @@ fn step_line(step: &Step, at: &dyn Fn(crate::source::Span) -> String) -> String 
             .iter()
             .map(|a| format!("{}({})", a.function, a.key)),
     );
+    if let Some(name) = &f.extra().creates_if_missing {
+        notes.push(format!("creates `{name}` if missing"));
+    }
     if !f.parsed {
         notes.push("tokens only".into());
     }
