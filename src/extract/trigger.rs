@@ -7,8 +7,9 @@ use crate::parse::changes::{ColumnTest, column_test};
 use crate::parse::lex::{Kind, Token};
 use crate::source::Span;
 
-/// `CREATE [OR REPLACE] [CONSTRAINT] TRIGGER name BEFORE|AFTER event [OR ..] ON table ..
-/// EXECUTE FUNCTION|PROCEDURE f(..)`. `INSTEAD OF` triggers (on views) are not read.
+/// `CREATE [OR REPLACE] [CONSTRAINT] TRIGGER name BEFORE|AFTER|INSTEAD OF event [OR ..] ON
+/// table .. EXECUTE FUNCTION|PROCEDURE f(..)`. An `INSTEAD OF` trigger (on a view) runs its
+/// function in place of the row's write: read as one that runs before it.
 pub(super) fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
     if !t.first()?.is(src, "create") {
         return None;
@@ -16,7 +17,8 @@ pub(super) fn trigger(src: &str, t: &[Token], span: Span) -> Option<Trigger> {
     let at = t.iter().take(5).position(|w| w.is(src, "trigger"))?;
     let (_, after_name) = routine_name_at(src, t, at + 1)?;
     let timing = t.get(after_name)?;
-    let before = if timing.is(src, "before") {
+    let instead = timing.is(src, "instead") && t.get(after_name + 1)?.is(src, "of");
+    let before = if timing.is(src, "before") || instead {
         true
     } else if timing.is(src, "after") {
         false
@@ -160,6 +162,20 @@ mod tests {
              WHEN (NEW.status = 'done' OR NEW.kind = 'x') EXECUTE FUNCTION f()",
         );
         assert!(t.requires.is_empty() && t.transition.is_empty());
+    }
+
+    #[test]
+    fn instead_of_triggers_run_in_place_of_the_write() {
+        let t = parsed(
+            "CREATE TRIGGER w INSTEAD OF UPDATE OR DELETE ON jobs_view \
+             FOR EACH ROW EXECUTE FUNCTION write_jobs()",
+        );
+        assert!(t.before && t.for_each_row && t.events.update && t.events.delete);
+        assert!(!t.events.insert && t.changes.is_empty());
+        assert_eq!(
+            (t.table.as_str(), t.function.as_str()),
+            ("jobs_view", "write_jobs")
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use super::*;
 pub struct Trigger {
     pub table: Name,
     pub events: TriggerEvents,
-    /// `BEFORE` (else `AFTER`): runs before the row is written, and can refuse it.
+    /// `BEFORE` or `INSTEAD OF` (else `AFTER`): runs before the row is written (or in its
+    /// place, on a view), and can refuse it.
     pub before: bool,
     /// `FOR EACH ROW` (else once per statement): `NEW` and `OLD` are the row.
     pub for_each_row: bool,
