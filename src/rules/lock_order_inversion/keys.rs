@@ -88,37 +88,55 @@ fn assigned_before<'t>(tx: &'t Transaction, step: &Step, var: &Name) -> Option<&
         .rfind(|s| s.seq < step.seq && s.facts.extra().assigns.contains(var))
 }
 
+/// The assignments a PL/pgSQL variable's value comes through, nearest first: the statement
+/// that last assigned `var` before `step`, then, while each reads no table and uses exactly
+/// one other variable (given beside it), the one that last assigned that (at most five).
+fn assignments<'t>(
+    tx: &'t Transaction,
+    step: &Step,
+    var: &Name,
+) -> Vec<(&'t Step, Option<&'t Name>)> {
+    let mut out: Vec<(&Step, Option<&Name>)> = Vec::new();
+    let Some(mut s) = assigned_before(tx, step, var) else {
+        return out;
+    };
+    let mut var = var;
+    loop {
+        let from = match s.facts.extra().uses.as_slice() {
+            [v] if v != var && s.facts.reads.is_empty() => Some(v),
+            _ => None,
+        };
+        out.push((s, from));
+        let Some(v) = from.filter(|_| out.len() < 5) else {
+            return out;
+        };
+        let Some(next) = assigned_before(tx, s, v) else {
+            return out;
+        };
+        (s, var) = (next, v);
+    }
+}
+
 /// A PL/pgSQL variable whose value this run made (`revision uuid := uuidv7()`, also through
 /// another variable: `db text := revision`): no concurrent run can hold that key, so none
 /// locks it in another order.
-fn fresh_var(tx: &Transaction, step: &Step, var: &Name, depth: usize) -> bool {
-    let Some(s) = assigned_before(tx, step, var) else {
-        return false;
-    };
-    let f = &s.facts;
-    f.fresh
-        || (depth < 4
-            && f.reads.is_empty()
-            && matches!(f.extra().uses.as_slice(), [v] if v != var && fresh_var(tx, s, v, depth + 1)))
+fn fresh_var(tx: &Transaction, step: &Step, var: &Name) -> bool {
+    assignments(tx, step, var)
+        .iter()
+        .any(|(s, _)| s.facts.fresh)
 }
 
 /// The one variable a PL/pgSQL variable is computed from without reading a table, followed
 /// through other such variables (`archive := 'a_' || p_queue` gives `p_queue`), if it is
 /// computed from exactly one.
-fn computed_from(tx: &Transaction, step: &Step, var: &Name, depth: usize) -> Option<String> {
-    let s = assigned_before(tx, step, var)?;
-    if !s.facts.reads.is_empty() || s.facts.fresh {
-        return None;
-    }
-    match s.facts.extra().uses.as_slice() {
-        [v] if v != var => Some(
-            (depth < 4)
-                .then(|| computed_from(tx, s, v, depth + 1))
-                .flatten()
-                .unwrap_or_else(|| v.to_string()),
-        ),
-        _ => None,
-    }
+fn computed_from(tx: &Transaction, step: &Step, var: &Name) -> Option<String> {
+    let chain = assignments(tx, step, var);
+    let links = chain
+        .iter()
+        .take_while(|(s, from)| from.is_some() && !s.facts.fresh);
+    links
+        .last()
+        .and_then(|(_, from)| from.map(|v| v.to_string()))
 }
 
 /// One column of the key a statement locks its row by.
@@ -184,8 +202,8 @@ pub(super) fn row_key(tx: &Transaction, step: &Step) -> Option<Vec<KeyPart>> {
                     }
                     _ => Vec::new(),
                 },
-                fresh: fresh_var(tx, step, var, 0),
-                from: computed_from(tx, step, var, 0),
+                fresh: fresh_var(tx, step, var),
+                from: computed_from(tx, step, var),
             }
         } else {
             KeyPart {
