@@ -299,11 +299,18 @@ impl Config {
     }
 
     /// A file of test code: below a `tests` or `benches` folder (relative to the
-    /// configuration's folder).
+    /// configuration's folder). A SQL file also below a folder named for tests or benchmarks
+    /// (`test`, `testing`, `test_runner`, `e2e-tests`, `testdata`, `benchmarks`): SQL has no
+    /// manifest to say which of its files only tests run, and a Rust file has (see
+    /// `rust.md#test-code`).
     pub fn is_test_path(&self, path: &Path) -> bool {
         let rel = self.relative(path);
+        let sql = !crate::source::is_rust(path);
         let mut folders = rel.components().rev().skip(1);
-        folders.any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches")
+        folders.any(|c| {
+            let c = c.as_os_str();
+            c == "tests" || c == "benches" || (sql && c.to_str().is_some_and(named_for_tests))
+        })
     }
 
     /// A file txlint reads: `.rs`, `.sql` or one of `sql.extensions` (compared without case).
@@ -351,6 +358,26 @@ fn clipped(message: &str) -> String {
 
 const LONGEST_QUOTED: usize = 120;
 
+/// A folder name with a word for tests or benchmarks in it, words split at `-`, `_` and `.`:
+/// `test`, `tests`, `testing`, `testdata`, `bench`, `benches`, `benchmark`, `benchmarks`
+/// (`test_runner`, `e2e-tests`; not `latest` or `contest`).
+fn named_for_tests(name: &str) -> bool {
+    name.split(['-', '_', '.']).any(|w| {
+        let w = w.to_ascii_lowercase();
+        matches!(
+            w.as_str(),
+            "test"
+                | "tests"
+                | "testing"
+                | "testdata"
+                | "bench"
+                | "benches"
+                | "benchmark"
+                | "benchmarks"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +422,29 @@ mod tests {
                 mode: Some(SqlMode::Transaction)
             }
         );
+    }
+
+    #[test]
+    fn test_folders() {
+        let at = |root: &str| Config {
+            root: PathBuf::from(root),
+            ..Config::default()
+        };
+        let c = at("/app");
+        let test = |p: &str| c.is_test_path(Path::new(p));
+        // Any file below `tests` or `benches`.
+        assert!(test("/app/tests/a.rs") && test("/app/db/benches/b.sql"));
+        // A SQL file also below a folder named for tests or benchmarks, a word of its name.
+        assert!(test("/app/test_runner/perf/setup.sql"));
+        assert!(test("/app/src/test/regress/sql/a.sql"));
+        assert!(test("/app/e2e-Tests/a.sql") && test("/app/testdata/a.sql"));
+        assert!(test("/app/pgbench.benchmarks/a.sql"));
+        // Not a Rust file there (Cargo and the manifests say which are), not a word
+        // inside another, not the file's own name, not above the configuration's folder.
+        assert!(!test("/app/test_runner/src/lib.rs"));
+        assert!(!test("/app/latest/a.sql") && !test("/app/contest/a.sql"));
+        assert!(!test("/app/db/test_setup.sql"));
+        assert!(!at("/home/test/app").is_test_path(Path::new("/home/test/app/db/a.sql")));
     }
 
     #[test]
