@@ -304,7 +304,7 @@ impl Packages {
 }
 
 /// A manifest's package name, `-` and `_` alike (Cargo accepts either in a dependency).
-fn package_name(manifest: &toml::Table) -> Option<String> {
+pub(super) fn package_name(manifest: &toml::Table) -> Option<String> {
     let name = manifest.get("package")?.get("name")?.as_str()?;
     Some(name.replace('_', "-"))
 }
@@ -324,6 +324,34 @@ fn named_for_tests(name: &str) -> bool {
 /// `build-dependencies`, also under `[target.'cfg(..)']`), by their package name (`db = {
 /// package = "app-db" }` is `app-db`).
 fn dependencies(manifest: &toml::Table) -> Vec<(&'static str, Vec<String>)> {
+    let mut out = Vec::new();
+    for (section, deps) in dependency_tables(manifest) {
+        let mut kept = Vec::new();
+        for (key, spec) in deps {
+            let renamed = spec.get("package").and_then(|p| p.as_str());
+            let name = renamed.unwrap_or(key).replace('_', "-");
+            // `x = { optional = true }` that only test features turn on (`testing =
+            // ["dep:x"]`) is compiled for tests only, like a dev-dependency.
+            match section == "dependencies" && for_test_features(manifest, key, spec) {
+                true => out.push(("dev-dependencies", vec![name])),
+                false => kept.push(name),
+            }
+        }
+        out.push((section, kept));
+    }
+    out
+}
+
+/// Every dependency a manifest names, in any section: its key and its specification.
+pub(super) fn dependency_specs(manifest: &toml::Table) -> Vec<(&str, &toml::Value)> {
+    let tables = dependency_tables(manifest).into_iter();
+    tables
+        .flat_map(|(_, t)| t.iter().map(|(k, v)| (k.as_str(), v)))
+        .collect()
+}
+
+/// The dependency tables of a manifest, by section, also under `[target.'cfg(..)']`.
+fn dependency_tables(manifest: &toml::Table) -> Vec<(&'static str, &toml::Table)> {
     let sections = ["dependencies", "dev-dependencies", "build-dependencies"];
     let targets = manifest.get("target").and_then(|t| t.as_table());
     let tables = std::iter::once(manifest).chain(
@@ -334,21 +362,9 @@ fn dependencies(manifest: &toml::Table) -> Vec<(&'static str, Vec<String>)> {
     let mut out = Vec::new();
     for table in tables {
         for section in sections {
-            let Some(deps) = table.get(section).and_then(|d| d.as_table()) else {
-                continue;
-            };
-            let mut kept = Vec::new();
-            for (key, spec) in deps {
-                let renamed = spec.get("package").and_then(|p| p.as_str());
-                let name = renamed.unwrap_or(key).replace('_', "-");
-                // `x = { optional = true }` that only test features turn on (`testing =
-                // ["dep:x"]`) is compiled for tests only, like a dev-dependency.
-                match section == "dependencies" && for_test_features(manifest, key, spec) {
-                    true => out.push(("dev-dependencies", vec![name])),
-                    false => kept.push(name),
-                }
+            if let Some(deps) = table.get(section).and_then(|d| d.as_table()) {
+                out.push((section, deps));
             }
-            out.push((section, kept));
         }
     }
     out

@@ -18,10 +18,11 @@
 //! Read from tokens, not syntax trees: the loop is often in a file that sends no SQL (a
 //! binary's `main`, a scheduler module), which the front-end never gives to syn; macro input
 //! (`select!`) is read the same way. Callers are read as the answers need them, round by
-//! round. Calls are matched by name alone (a method too), so a name with one caller that is
-//! neither in such a loop nor itself a job is no job, and so is a name whose mentions cannot
-//! all be read (a generic one in many files, a file too large or not Rust tokens): names
-//! matched too widely only keep findings.
+//! round. Calls are matched by name alone (a method too), in the packages that can name the
+//! function (see [`reach`]), so a name with one caller that is neither in such a loop nor
+//! itself a job is no job, and so is a name whose mentions cannot all be read (a generic one
+//! in many files, a file too large or not Rust tokens): names matched too widely only keep
+//! findings.
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,9 +31,12 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use crate::config::{BackgroundJobs, Config};
 use crate::model::{LockWait, Unit, UnitKind};
 use crate::source::{FileId, SourceFile, Span};
-use scan::{Graph, Site};
+use ask::{Answer, Ask};
+use scan::Graph;
 use whole::Whole;
 
+mod ask;
+mod reach;
 mod scan;
 mod whole;
 mod words;
@@ -47,6 +51,8 @@ pub(super) struct Text<'a> {
     pub text: &'a str,
     /// Under `tests/` or `benches/`: its calls are no production path.
     pub test: bool,
+    /// Its package (see [`reach::Reach`]).
+    pub package: Option<usize>,
 }
 
 /// Set [`Unit::job`] on the batch's units that only a background job runs, and
@@ -74,10 +80,20 @@ pub(super) fn mark(
             })
     };
     let jobs = config.rust.background_jobs != BackgroundJobs::Replicated;
-    let mut names: Vec<&str> = units
+    let (reach, package) = reach::Reach::new(own.iter().map(|(_, f)| f.path.as_path()));
+    let package_of: HashMap<FileId, Option<usize>> = own
+        .iter()
+        .map(|(id, _)| *id)
+        .zip(package.iter().copied())
+        .collect();
+    let key = |u: &Unit| -> Option<(Key, Span)> {
+        let package = package_of.get(&u.span.file).copied().flatten();
+        Some(((u.name.clone()?, package), u.span))
+    };
+    let mut names: Vec<(Key, Span)> = units
         .iter()
         .filter(|u| jobs && may_race(u))
-        .filter_map(|u| u.name.as_deref())
+        .filter_map(key)
         .collect();
     // Functions holding a session lock across awaits, and the calls they reach their locks
     // through.
@@ -97,17 +113,20 @@ pub(super) fn mark(
         .collect();
     let mut texts: Vec<Text> = own
         .iter()
-        .filter(|(_, f)| !f.text().is_empty())
-        .map(|(id, f)| Text {
+        .zip(&package)
+        .filter(|((_, f), _)| !f.text().is_empty())
+        .map(|((id, f), package)| Text {
             id: *id,
             text: f.text(),
             test: config.is_test_path(&f.path),
+            package: *package,
         })
         .collect();
     texts.extend(unparsed.iter().map(|(i, text)| Text {
         id: own[*i].0,
         text,
         test: config.is_test_path(&own[*i].1.path),
+        package: package[*i],
     }));
     // Every statement inside a timer loop on the way to it: the loop, if the unit runs one at
     // a time.
@@ -125,24 +144,21 @@ pub(super) fn mark(
     if names.is_empty() && held.is_empty() {
         return;
     }
-    let found = find(&texts, &files, (&names, &held, &chains), |found| {
+    let found = find(&texts, &files, (&names, &held, &chains), reach, |found| {
         let own = units
             .iter()
             .filter(|u| !names.is_empty() && may_race(u) && in_loop(u, found).is_some());
-        own.filter_map(|u| u.name.clone()).collect()
+        own.filter_map(key).collect()
     });
     drop(texts);
     let asked_jobs = !names.is_empty();
     whole::mark(units, &found, own);
     for u in units.iter_mut() {
-        let Some(name) = u.name.as_ref() else {
-            continue;
-        };
         if asked_jobs && may_race(u) {
-            u.job = found.called.get(name).copied().or_else(|| {
+            u.job = found.called.get(&u.span).copied().or_else(|| {
                 found
                     .once
-                    .contains(name)
+                    .contains(&u.span)
                     .then(|| in_loop(u, &found))
                     .flatten()
             });
@@ -190,10 +206,11 @@ fn unmark_queue_workers(units: &mut [Unit]) {
 /// What [`find`] learnt.
 #[derive(Default)]
 pub(super) struct Jobs {
-    /// The timer loop that alone runs functions of the name (see [`Graph::job`]).
-    called: HashMap<String, Span>,
-    /// Names of functions that run one at a time (see [`Graph::once`]).
-    once: HashSet<String>,
+    /// The timer loop that alone runs each function asked about, by its unit's span (see
+    /// [`Graph::job`]).
+    called: HashMap<Span, Span>,
+    /// Those of the functions asked about that run one at a time (see [`Graph::once`]).
+    once: HashSet<Span>,
     /// The timer loops of functions that drain no channel: the keyword, and the loop from it
     /// to the end of its body.
     loops: Vec<(Span, Span)>,
@@ -240,14 +257,16 @@ impl Jobs {
 /// loops, see [`Jobs::loop_of`]) run one at a time; for those named `held`, whether each run
 /// is awaited to its end. Callers are read as the answers need them, round by round; a name
 /// still unknown at the end is no job, and not run whole.
-pub(super) fn find(
+fn find(
     texts: &[Text],
     files: &HashSet<FileId>,
-    (names, held, chains): (&[&str], &[(&str, FileId)], &[Span]),
-    own: impl Fn(&Jobs) -> Vec<String>,
+    (names, held, chains): (&[AskedUnit], &[(&str, FileId)], &[Span]),
+    reach: reach::Reach,
+    own: impl Fn(&Jobs) -> Vec<AskedUnit>,
 ) -> Jobs {
     let mut graph = Graph {
         keep_calls: !held.is_empty(),
+        reach,
         ..Graph::default()
     };
     let mut scanned = vec![false; texts.len()];
@@ -272,11 +291,16 @@ pub(super) fn find(
         .collect();
     helpers.sort();
     helpers.dedup();
-    let held_names = held.iter().map(|(n, _)| *n);
-    let helper_names = helpers.iter().map(|(n, _)| n.as_str());
-    let asked = names.iter().copied().chain(held_names).chain(helper_names);
-    let mut wanted: Vec<String> = asked.map(str::to_string).collect();
-    wanted.extend(own.iter().cloned());
+    // Whether a session lock's function is run whole is asked of every function of its name.
+    let held_names = held.iter().map(|(n, _)| (n.to_string(), None));
+    let helper_names = helpers.iter().map(|(n, _)| (n.clone(), None));
+    let mut wanted: Vec<Key> = names
+        .iter()
+        .map(|(k, _)| k.clone())
+        .chain(held_names)
+        .chain(helper_names)
+        .collect();
+    wanted.extend(own.iter().map(|(k, _)| k.clone()));
     for round in 0..=MAX_ROUNDS {
         wanted.sort();
         wanted.dedup();
@@ -286,7 +310,7 @@ pub(super) fn find(
         }
         if !wanted.is_empty() {
             let unread = scan_mentions(texts, &wanted, &mut scanned, &mut graph);
-            blind.extend(unread.into_iter().map(str::to_string));
+            blind.extend(unread.into_iter().cloned());
             read.extend(wanted.drain(..).filter(|n| !blind.contains(n)));
         }
         let mut ask = Ask {
@@ -309,14 +333,16 @@ pub(super) fn find(
                 jobs.helpers.insert((n.clone(), *method), mains);
             }
         }
-        for &n in names {
-            if let Answer::Yes(Some(at)) = graph.job(n, &mut ask) {
-                jobs.called.insert(n.to_string(), at);
+        for (n, unit) in names {
+            let asked = (n.clone(), graph.owner_at(&n.0, *unit));
+            if let Answer::Yes(Some(at)) = graph.job(&asked, &mut ask) {
+                jobs.called.insert(*unit, at);
             }
         }
-        for n in &own {
-            if !graph.drains(n) && graph.once(n, &mut ask) == Answer::Yes(None) {
-                jobs.once.insert(n.clone());
+        for (n, unit) in &own {
+            let asked = (n.clone(), graph.owner_at(&n.0, *unit));
+            if !graph.drains(&n.0) && graph.once(&asked, &mut ask) == Answer::Yes(None) {
+                jobs.once.insert(*unit);
             }
         }
         if ask.wanted.is_empty() {
@@ -338,22 +364,29 @@ const MAX_SCAN: usize = 4 * 1024 * 1024;
 /// `run`, `fmt`): its callers are not looked for, and it is no job's.
 const MAX_FILES: usize = 32;
 
-/// The texts not scanned yet that name any of `names` as a word are scanned into `graph`.
-/// Returns the names whose mentions could not all be read (too many files, too large, not
-/// Rust tokens).
-fn scan_mentions<'n>(
+/// A function asked about: its name, and the package it is in (none: any package), which
+/// the calls that can reach it are kept to (see [`reach`]).
+type Key = (String, Option<usize>);
+
+/// A unit asked about: its function's key, and the unit's span.
+type AskedUnit = (Key, Span);
+
+/// The texts not scanned yet that name any of `keys` as a word, where such a function can be
+/// called (see [`Graph::may_call`]), are scanned into `graph`. Returns the keys whose
+/// mentions could not all be read (too many files, too large, not Rust tokens).
+fn scan_mentions<'k>(
     texts: &[Text],
-    names: &'n [String],
+    keys: &'k [Key],
     scanned: &mut [bool],
     graph: &mut Graph,
-) -> Vec<&'n str> {
+) -> Vec<&'k Key> {
     let Ok(finder) = AhoCorasick::builder()
         .kind(Some(AhoCorasickKind::DFA))
-        .build(names)
+        .build(keys.iter().map(|k| &k.0))
     else {
-        return names.iter().map(String::as_str).collect();
+        return keys.iter().collect();
     };
-    // The names each file mentions as a word.
+    // The keys each file mentions the name of as a word, where it can call them.
     let mentions: Vec<Vec<usize>> = texts
         .iter()
         .map(|t| {
@@ -368,10 +401,11 @@ fn scan_mentions<'n>(
                 .collect();
             named.sort_unstable();
             named.dedup();
+            named.retain(|&k| graph.may_call(&keys[k], t.package));
             named
         })
         .collect();
-    let mut files = vec![0usize; names.len()];
+    let mut files = vec![0usize; keys.len()];
     mentions.iter().flatten().for_each(|&n| files[n] += 1);
     let mut blind: Vec<bool> = files.iter().map(|&f| f > MAX_FILES).collect();
     for (i, t) in texts.iter().enumerate() {
@@ -384,149 +418,8 @@ fn scan_mentions<'n>(
             wanted.into_iter().for_each(|n| blind[n] = true);
         }
     }
-    let blind = names.iter().zip(blind).filter(|(_, b)| *b);
-    blind.map(|(n, _)| n.as_str()).collect()
-}
-
-impl Graph {
-    /// The timer loop that alone runs functions named `name` (see [`Ask`]).
-    fn job(&self, name: &str, ask: &mut Ask) -> Answer {
-        if let Some(known) = ask.job.get(name) {
-            return *known;
-        }
-        // A name on a call cycle is no job (the entry is in progress while it is asked).
-        ask.job.insert(name.to_string(), Answer::No);
-        let out = self.job_uncached(name, ask);
-        ask.job.insert(name.to_string(), out);
-        out
-    }
-
-    fn job_uncached(&self, name: &str, ask: &mut Ask) -> Answer {
-        if let Some(unread) = ask.unread(name) {
-            return unread;
-        }
-        if self.drains(name) {
-            return Answer::No;
-        }
-        let mut out = None;
-        for site in self.calls_of(name) {
-            let found = match (site.concurrent, site.timer, site.caller) {
-                (true, ..) => Answer::No,
-                (false, Some(t), Some(c)) => match self.once(&self.fns[c].name, ask) {
-                    Answer::Yes(_) => Answer::Yes(Some(t)),
-                    other => other,
-                },
-                (false, Some(t), None) => Answer::Yes(Some(t)),
-                (false, None, Some(c)) => self.job(&self.fns[c].name, ask),
-                (false, None, None) => Answer::No,
-            };
-            let both = out.map_or(found, |o: Answer| o.and(found));
-            if both == Answer::No {
-                return both;
-            }
-            out = Some(both);
-        }
-        // Never called: an entry point, no job.
-        out.unwrap_or(Answer::No)
-    }
-
-    /// Functions named `name` run one at a time: no path from a function nothing calls
-    /// starts them side by side.
-    fn once(&self, name: &str, ask: &mut Ask) -> Answer {
-        // A binary's entry: the process runs it once.
-        if name == "main" {
-            return Answer::Yes(None);
-        }
-        if let Some(known) = ask.once.get(name) {
-            return *known;
-        }
-        if let Some(unread) = ask.unread(name) {
-            return unread;
-        }
-        ask.once.insert(name.to_string(), Answer::Yes(None));
-        let mut out = Answer::Yes(None);
-        for s in self.calls_of(name) {
-            let found = match (s.concurrent, s.caller) {
-                (true, _) => Answer::No,
-                (false, None) => Answer::Yes(None),
-                (false, Some(c)) => self.once(&self.fns[c].name, ask),
-            };
-            out = out.and(found);
-            if out == Answer::No {
-                break;
-            }
-        }
-        ask.once.insert(name.to_string(), out);
-        out
-    }
-
-    /// Where functions named `name` are called or passed on, outside test code.
-    fn calls_of(&self, name: &str) -> impl Iterator<Item = &Site> {
-        let sites = self.sites.get(name).into_iter().flatten();
-        sites.filter(|s| !s.test)
-    }
-
-    /// The timer loops of functions that drain no channel.
-    fn loops(&self) -> Vec<(Span, Span)> {
-        let quiet = self.fns.iter().filter(|f| !f.drains);
-        quiet.flat_map(|f| &f.loops).copied().collect()
-    }
-
-    fn drains(&self, name: &str) -> bool {
-        let own = self.by_name.get(name).into_iter().flatten();
-        own.into_iter().any(|&f| self.fns[f].drains)
-    }
-}
-
-/// What a question about a name comes to.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Answer {
-    /// Yes (with the timer loop, for [`Graph::job`]).
-    Yes(Option<Span>),
-    No,
-    /// It depends on calls of names not read yet ([`Ask::wanted`]).
-    Unknown,
-}
-
-impl Answer {
-    /// Both hold: no if either is no, else unknown if either is, else yes (with the first
-    /// one's loop).
-    fn and(self, other: Answer) -> Answer {
-        match (self, other) {
-            (Answer::No, _) | (_, Answer::No) => Answer::No,
-            (Answer::Unknown, _) | (_, Answer::Unknown) => Answer::Unknown,
-            (Answer::Yes(a), Answer::Yes(b)) => Answer::Yes(a.or(b)),
-        }
-    }
-}
-
-/// One round of questions over the files read so far.
-#[derive(Default)]
-struct Ask<'a> {
-    /// Names whose every mention was read.
-    read: Option<&'a HashSet<String>>,
-    /// Names with a mention that could not be read (see [`scan_mentions`]).
-    blind: Option<&'a HashSet<String>>,
-    /// Names to read next: their answer is [`Answer::Unknown`] until then.
-    wanted: Vec<String>,
-    job: HashMap<String, Answer>,
-    once: HashMap<String, Answer>,
-    whole: HashMap<(String, bool), Whole>,
-}
-
-impl Ask<'_> {
-    /// The answer for a name whose mentions are not all read: no for one that cannot be,
-    /// unknown (and wanted) for one not read yet.
-    fn unread(&mut self, name: &str) -> Option<Answer> {
-        if self.blind.is_some_and(|b| b.contains(name)) {
-            return Some(Answer::No);
-        }
-        if self.read.is_some_and(|r| r.contains(name)) {
-            return None;
-        }
-        self.wanted.push(name.to_string());
-        Some(Answer::Unknown)
-    }
+    let blind = keys.iter().zip(blind).filter(|(_, b)| *b);
+    blind.map(|(n, _)| n).collect()
 }
 
 #[cfg(test)]

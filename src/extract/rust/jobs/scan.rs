@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 use super::Text;
+use super::reach::Reach;
 use super::words::*;
 use crate::source::{FileId, LineIndex, Span};
 
@@ -23,6 +24,13 @@ pub(super) struct Graph {
     /// Every call, by its file and the end of its arguments, where the front-end's span of
     /// the call (`path::name(..)`, `name(..)` of a method call) ends too.
     pub(super) calls_at: HashMap<(FileId, usize), CallAt>,
+    /// The packages that can call whom (see [`Reach`]).
+    pub(super) reach: Reach,
+    /// Each scanned file's package (see [`Text::package`]).
+    pub(super) package: HashMap<FileId, Option<usize>>,
+    /// Type names of `impl`s and of calls' qualifiers, by their number.
+    pub(super) types: Vec<String>,
+    pub(super) type_ids: HashMap<String, u32>,
 }
 
 /// What [`Graph::calls_at`] knows of a call.
@@ -38,16 +46,29 @@ pub(super) struct CallAt {
 pub(super) struct Func {
     pub(super) name: String,
     pub(super) file: FileId,
+    /// Its name where it is declared.
+    pub(super) at: Span,
     /// Declared in an `impl` or a `trait`: called as `x.name(..)` or `Type::name(..)`.
     pub(super) method: bool,
+    /// Declared in a `trait` or in its `impl .. for`: called through the trait, also from
+    /// packages that do not depend on this one.
+    pub(super) dispatched: bool,
+    /// The type of its `impl` (`Collector` of `impl<T> Collector<T>`, of `impl Job for
+    /// Collector`; see [`Graph::types`]).
+    pub(super) owner: Option<u32>,
     /// Receives from a channel.
     pub(super) drains: bool,
     /// Its own timer loops: the keyword, and the loop to the end of its body.
     pub(super) loops: Vec<(Span, Span)>,
+    /// Its parameters and the names its `let`s bind so far (`let start = Instant::now()`):
+    /// a later mention of one that is no call is the variable, not a function passed on.
+    locals: Vec<String>,
 }
 
 #[derive(Clone, Copy)]
 pub(super) struct Site {
+    /// The file the site is in.
+    pub(super) file: FileId,
     /// The function the site is in (none: an item's initialiser, a static).
     pub(super) caller: Option<usize>,
     /// The timer loop or scheduler call around the site.
@@ -62,6 +83,9 @@ pub(super) struct Site {
     pub(super) awaited: bool,
     /// A method call (`x.name(..)`), which no free function answers.
     pub(super) method: bool,
+    /// The type a path call names (`Metrics::start(..)`; see [`Graph::types`]): only a
+    /// method of that type's `impl` answers it.
+    pub(super) qualifier: Option<u32>,
 }
 
 #[derive(Clone, Copy)]
@@ -77,6 +101,10 @@ struct Ctx {
     dropping: bool,
     /// Directly in an `impl` or a `trait`: its functions are methods.
     in_impl: bool,
+    /// Directly in a `trait` or a trait's `impl .. for` (see [`Func::dispatched`]).
+    dispatched: bool,
+    /// Directly in an `impl` of this type (see [`Func::owner`]).
+    owner: Option<u32>,
     /// Directly the argument of an awaited `Box::pin(..)`: a call that is the whole of it is
     /// awaited too.
     pinned: bool,
@@ -88,6 +116,17 @@ struct Ctx {
 pub(super) const MAX_DEPTH: usize = 128;
 
 impl Graph {
+    /// The number of a type name (see [`Graph::types`]).
+    pub(super) fn type_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.type_ids.get(name) {
+            return id;
+        }
+        let id = self.types.len() as u32;
+        self.types.push(name.to_string());
+        self.type_ids.insert(name.to_string(), id);
+        id
+    }
+
     /// Read one file's functions, loops and calls; false if it is no Rust tokens.
     pub(super) fn scan(&mut self, t: &Text) -> bool {
         let text = t.text.strip_prefix('\u{feff}').unwrap_or(t.text);
@@ -104,6 +143,7 @@ impl Graph {
         let Ok(tokens) = text.parse::<TokenStream>() else {
             return false;
         };
+        self.package.insert(t.id, t.package);
         let shift = t.text.len() - text.len();
         let mut s = Scanner {
             graph: self,
@@ -122,6 +162,8 @@ impl Graph {
             spawned: false,
             dropping: false,
             in_impl: false,
+            dispatched: false,
+            owner: None,
             pinned: false,
             depth: 0,
         };
@@ -234,6 +276,13 @@ impl Scanner<'_> {
                     }
                     _ => k + 1,
                 },
+                TokenTree::Punct(p) if p.as_char() == '|' && opens_closure(trees, k) => {
+                    if let Some(f) = cx.func {
+                        let bound = bindings(trees.get(k + 1..).unwrap_or_default(), '|');
+                        self.graph.fns[f].locals.extend(bound);
+                    }
+                    k + 1
+                }
                 TokenTree::Punct(p) if p.as_char() == ';' => {
                     (level.test_attr, level.scheduled) = (false, None);
                     k + 1
@@ -269,17 +318,35 @@ impl Scanner<'_> {
                 level.test_attr = false;
                 self.function(trees, k, Ctx { test, ..cx }, level)
             }
+            "let" => {
+                if let Some(f) = cx.func {
+                    let bound = bindings(trees.get(k + 1..).unwrap_or_default(), '=');
+                    self.graph.fns[f].locals.extend(bound);
+                }
+                k + 1
+            }
             "mod" | "impl" | "trait" => {
                 level.test_attr = false;
                 let Some(b) = level.body(trees, k + 1) else {
                     return k + 1;
                 };
                 let in_impl = word != "mod";
+                let of_trait = |t: &TokenTree| matches!(t, TokenTree::Ident(i) if i == "for");
+                let dispatched =
+                    word == "trait" || (word == "impl" && trees[k..b].iter().any(of_trait));
+                let owner = match word.as_str() {
+                    "impl" => {
+                        self_type(&trees[k + 1..b]).map(|t| self.graph.type_id(&t.to_string()))
+                    }
+                    _ => None,
+                };
                 self.group(
                     &trees[b],
                     Ctx {
                         test,
                         in_impl,
+                        dispatched,
+                        owner,
                         ..cx
                     },
                 );
@@ -379,7 +446,11 @@ impl Scanner<'_> {
         let awaited = call
             && is_punct(trees.get(k + 2), '.')
             && matches!(trees.get(k + 3), Some(TokenTree::Ident(i)) if i == "await");
-        if !field && !mac && mentions_function(word) {
+        let local = !call
+            && cx
+                .func
+                .is_some_and(|f| self.graph.fns[f].locals.iter().any(|l| l == word));
+        if !field && !mac && !local && mentions_function(word) {
             self.site(trees, k, word, (cx, timer), (call, dotted, awaited));
         }
         // `Box::pin(walk(d - 1)).await`: the recursion's way of awaiting a call.
@@ -444,7 +515,24 @@ impl Scanner<'_> {
             };
             self.graph.calls_at.insert((self.file, end), at);
         }
+        // `Type::name(..)`: a method of that type's (`Self` is the `impl`'s own).
+        let before = |back: usize| k.checked_sub(back).map(|j| &trees[j]);
+        let qualifier = match (before(3), is_punct(before(1), ':')) {
+            (Some(TokenTree::Ident(q)), true) => {
+                let q = q.to_string();
+                match q.as_str() {
+                    "Self" => cx.owner,
+                    _ if q.starts_with(|c: char| c.is_ascii_uppercase()) => {
+                        Some(self.graph.type_id(&q))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         let site = Site {
+            file: self.file,
+            qualifier,
             caller: cx.func,
             timer,
             test: cx.test,
@@ -489,14 +577,19 @@ impl Scanner<'_> {
             return k + 2;
         };
         let f = self.graph.fns.len();
+        let at = self.span(name.span());
         let name = name.to_string();
         self.graph.by_name.entry(name.clone()).or_default().push(f);
         self.graph.fns.push(Func {
             name,
             file: self.file,
+            at,
             method: cx.in_impl,
+            dispatched: cx.dispatched,
+            owner: cx.owner,
             drains: false,
             loops: Vec::new(),
+            locals: trees[k + 2..b].iter().flat_map(parameters).collect(),
         });
         // A function declared inside a loop is not run by it.
         let cx = Ctx {
@@ -506,6 +599,8 @@ impl Scanner<'_> {
             spawned: false,
             dropping: false,
             in_impl: false,
+            dispatched: false,
+            owner: None,
             pinned: false,
             ..cx
         };

@@ -1,13 +1,32 @@
+use super::reach::Reach;
 use super::*;
+
+/// A function asked about by name alone (no package), as unit `i` (a span in no file).
+fn asked(name: &str, i: usize) -> (Key, Span) {
+    ((name.to_string(), None), Span::new(usize::MAX, i..i))
+}
 
 fn jobs(files: &[(&str, bool)], names: &[&str]) -> Vec<String> {
     let texts: Vec<Text> = files
         .iter()
         .enumerate()
-        .map(|(id, &(text, test))| Text { id, text, test })
+        .map(|(id, &(text, test))| Text {
+            id,
+            text,
+            test,
+            package: None,
+        })
         .collect();
-    let found = find(&texts, &HashSet::new(), (names, &[], &[]), |_| Vec::new());
-    let mut found: Vec<String> = found.called.into_keys().collect();
+    let names: Vec<(Key, Span)> = names.iter().enumerate().map(|(i, n)| asked(n, i)).collect();
+    let found = find(
+        &texts,
+        &HashSet::new(),
+        (&names, &[], &[]),
+        Reach::default(),
+        |_| Vec::new(),
+    );
+    let by_unit = |s: &Span| names.iter().find(|(_, u)| u == s).map(|(k, _)| k.0.clone());
+    let mut found: Vec<String> = found.called.keys().filter_map(by_unit).collect();
     found.sort();
     found
 }
@@ -165,11 +184,16 @@ fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
         id: 0,
         text,
         test: false,
+        package: None,
     }];
-    let jobs = find(&texts, &HashSet::from([0]), (&[], &[], &[]), |_| {
-        vec!["purge".into()]
-    });
-    assert!(jobs.once.contains("purge"));
+    let jobs = find(
+        &texts,
+        &HashSet::from([0]),
+        (&[], &[], &[]),
+        Reach::default(),
+        |_| vec![asked("purge", 0)],
+    );
+    assert!(jobs.once.contains(&asked("purge", 0).1));
     let [(kw, whole)] = jobs.loops[..] else {
         panic!("one loop expected: {:?}", jobs.loops);
     };
@@ -194,11 +218,18 @@ fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
         id: 0,
         text,
         test: false,
+        package: None,
     }];
-    let own = |_: &Jobs| vec!["purge".into(), "main".into()];
-    let jobs = find(&texts, &HashSet::from([0]), (&[], &[], &[]), own);
-    assert!(!jobs.once.contains("purge"));
-    assert!(jobs.once.contains("main"));
+    let own = |_: &Jobs| vec![asked("purge", 0), asked("main", 1)];
+    let jobs = find(
+        &texts,
+        &HashSet::from([0]),
+        (&[], &[], &[]),
+        Reach::default(),
+        own,
+    );
+    assert!(!jobs.once.contains(&asked("purge", 0).1));
+    assert!(jobs.once.contains(&asked("main", 1).1));
     let chain = [last(text, "purge()"), at(text, "clean()")];
     assert_eq!(jobs.loop_of(chain.into_iter()), None);
 }
@@ -219,11 +250,13 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
         id: 0,
         text: &chain,
         test: false,
+        package: None,
     }];
     let found = find(
         &texts,
         &HashSet::from([0]),
-        (&["refresh"], &[], &[]),
+        (&[asked("refresh", 0)], &[], &[]),
+        Reach::default(),
         |_| Vec::new(),
     );
     assert!(found.called.is_empty());
@@ -236,12 +269,14 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
         id: 0,
         text: &deep,
         test: false,
+        package: None,
     }];
     assert!(
         find(
             &texts,
             &HashSet::from([0]),
-            (&["refresh"], &[], &[]),
+            (&[asked("refresh", 0)], &[], &[]),
+            Reach::default(),
             |_| Vec::new()
         )
         .called
@@ -276,11 +311,20 @@ fn whole(files: &[(&str, bool)], name: &str) -> Option<Vec<FileId>> {
     let texts: Vec<Text> = files
         .iter()
         .enumerate()
-        .map(|(id, &(text, test))| Text { id, text, test })
+        .map(|(id, &(text, test))| Text {
+            id,
+            text,
+            test,
+            package: None,
+        })
         .collect();
-    let found = find(&texts, &HashSet::new(), (&[], &[(name, 0)], &[]), |_| {
-        Vec::new()
-    });
+    let found = find(
+        &texts,
+        &HashSet::new(),
+        (&[], &[(name, 0)], &[]),
+        Reach::default(),
+        |_| Vec::new(),
+    );
     found.whole.get(&(name.to_string(), 0)).cloned()
 }
 
@@ -361,4 +405,97 @@ fn a_call_cycle_leaves_the_answer_to_the_other_callers() {
     );
     // Called only on its cycle: no `main` runs it.
     assert_eq!(whole(&[(lib, false)], "walk_again"), Some(vec![]));
+}
+
+#[test]
+fn calls_from_a_package_that_cannot_name_the_function_are_another_s() {
+    let worker = "fn main() { tokio::spawn(async { loop { purge().await; sleep(D).await } }) } \
+                  async fn purge() {}";
+    // Another package runs a `purge` of its own side by side, once per request.
+    let web = "async fn handle(rs: Vec<R>) { for r in rs { tokio::spawn(purge()); } } \
+               async fn purge() {}";
+    let run = |worker: &str, seen_by: Vec<Vec<usize>>| {
+        let texts: Vec<Text> = [worker, web]
+            .iter()
+            .enumerate()
+            .map(|(id, text)| Text {
+                id,
+                text,
+                test: false,
+                package: Some(id),
+            })
+            .collect();
+        let names = [(
+            ("purge".to_string(), Some(0)),
+            Span::new(0, 0..worker.len()),
+        )];
+        let files = HashSet::from([0, 1]);
+        let found = find(
+            &texts,
+            &files,
+            (&names, &[], &[]),
+            Reach::of(seen_by),
+            |_| Vec::new(),
+        );
+        found.called.contains_key(&names[0].1)
+    };
+    // `web` does not depend on the worker's package: its calls are of its own `purge`.
+    assert!(run(worker, vec![vec![0], vec![1]]));
+    // It does: one of its calls may be the worker's `purge`, run side by side.
+    assert!(!run(worker, vec![vec![0, 1], vec![1]]));
+    // A trait's method is called through the trait, from packages that need not depend on
+    // the one implementing it.
+    let dispatched = worker.replace(
+        "async fn purge() {}",
+        "impl Job for W { async fn purge() {} }",
+    );
+    assert!(!run(&dispatched, vec![vec![0], vec![1]]));
+}
+
+#[test]
+fn a_variable_or_another_type_s_function_of_the_name_is_no_call() {
+    // `Collector::start` runs a timer loop, and `main` starts it once.
+    let collector = "impl Collector { fn start(self) { tokio::spawn(async move { loop { \
+                     tick().await; self.collect().await } }); } }\nfn main() { c.start(); }";
+    let once = |handler: &str| {
+        let texts: Vec<Text> = [collector, handler]
+            .iter()
+            .enumerate()
+            .map(|(id, text)| Text {
+                id,
+                text,
+                test: false,
+                package: None,
+            })
+            .collect();
+        let unit = Span::new(0, 0..collector.find("\nfn main").unwrap_or(0));
+        let own = |_: &Jobs| vec![(("start".to_string(), None), unit)];
+        let found = find(
+            &texts,
+            &HashSet::from([0, 1]),
+            (&[], &[], &[]),
+            Reach::default(),
+            own,
+        );
+        found.once.contains(&unit)
+    };
+    // Handlers run side by side, one per request: what they mention there runs so too.
+    let spawn = |body: &str| {
+        format!("async fn handle(rs: Vec<R>) {{ for r in rs {{ tokio::spawn({body}); }} }}")
+    };
+    assert!(!once(&spawn("Collector::start(r)")));
+    assert!(!once(&spawn("async move { record(start, r).await }")));
+    // A variable of the name (bound by `let`, a parameter, a closure's), and another type's
+    // function of the name, are no call of it.
+    let bound = "async fn handle(rs: Vec<R>) { let start = now(); for r in rs { \
+                 tokio::spawn(async move { record(start, r).await }); } }";
+    assert!(once(bound));
+    let param = "async fn handle(start: Instant, rs: Vec<R>) { for r in rs { \
+                 tokio::spawn(async move { record(start, r).await }); } }";
+    assert!(once(param));
+    let closure = "async fn handle(rs: Vec<R>) { rs.into_iter().map(|(r, start)| \
+                   tokio::spawn(async move { record(start, r).await })); }";
+    assert!(once(closure));
+    let other = spawn("Timer::start(r)") + " impl Timer { fn start(r: R) {} }";
+    assert!(once(&other));
 }

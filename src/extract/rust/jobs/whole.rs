@@ -116,13 +116,14 @@ impl Graph {
     }
 
     fn whole_uncached(&self, name: &str, method: bool, ask: &mut Ask) -> Whole {
-        match ask.unread(name) {
+        let key = ((name.to_string(), None), None);
+        match ask.unread(&key.0) {
             Some(Answer::Unknown) => return Whole::Unknown,
             Some(_) => return Whole::No,
             None => {}
         }
         let (mut mains, mut unknown, mut called) = (Vec::new(), false, false);
-        for site in self.calls_of(name).filter(|s| method || !s.method) {
+        for site in self.calls_of(&key).filter(|s| method || !s.method) {
             called = true;
             let Some(caller) = site.caller.filter(|_| site.awaited) else {
                 return Whole::No;

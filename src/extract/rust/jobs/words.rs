@@ -174,3 +174,80 @@ pub(super) fn is_test_attribute(group: &proc_macro2::Group) -> bool {
     syn::parse::Parser::parse2(syn::Attribute::parse_outer, tokens)
         .is_ok_and(|attrs| crate::extract::rust::is_test(&attrs))
 }
+
+/// The names a `let` (or a closure's `|..|`) binds, from the tokens after it to the `=` (or
+/// the closing `|`): every plain name of the pattern, in groups too (`start`, `mut start`,
+/// `(Some(start), end)`). Type names come along, and name no function of a loop's.
+pub(super) fn bindings(after: &[TokenTree], until: char) -> Vec<String> {
+    fn names(tokens: &[TokenTree], out: &mut Vec<String>, depth: usize) {
+        for t in tokens {
+            match t {
+                TokenTree::Ident(i) if i != "mut" && i != "ref" => out.push(i.to_string()),
+                TokenTree::Group(g) if depth < 4 => {
+                    let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+                    names(&inner, out, depth + 1);
+                }
+                _ => {}
+            }
+        }
+    }
+    let stop = |t: &TokenTree| match t {
+        TokenTree::Punct(p) => p.as_char() == until || p.as_char() == ';',
+        TokenTree::Group(g) => g.delimiter() == Delimiter::Brace,
+        _ => false,
+    };
+    let end = after.iter().position(stop).unwrap_or(after.len()).min(64);
+    let mut out = Vec::new();
+    names(&after[..end], &mut out, 0);
+    out
+}
+
+/// A function's parameter names, from its parenthesised parameter list: each name before a
+/// `:` at the list's top level (`start: Instant`, `mut n: u32`).
+pub(super) fn parameters(tree: &TokenTree) -> Vec<String> {
+    let TokenTree::Group(g) = tree else {
+        return Vec::new();
+    };
+    if g.delimiter() != Delimiter::Parenthesis {
+        return Vec::new();
+    }
+    let tokens: Vec<TokenTree> = g.stream().into_iter().collect();
+    let colon = |t: Option<&TokenTree>| matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == proc_macro2::Spacing::Alone);
+    let names = tokens.iter().enumerate().filter_map(|(i, t)| match t {
+        TokenTree::Ident(name) if colon(tokens.get(i + 1)) => Some(name.to_string()),
+        _ => None,
+    });
+    names.collect()
+}
+
+/// The `|` at `k` opens a closure's parameters: it starts an expression (the group's first
+/// token, after `,`, `=` or `move`), where no `a | b` can stand.
+pub(super) fn opens_closure(trees: &[TokenTree], k: usize) -> bool {
+    match k.checked_sub(1).map(|j| &trees[j]) {
+        None => true,
+        Some(TokenTree::Punct(p)) => matches!(p.as_char(), ',' | '='),
+        Some(TokenTree::Ident(i)) => i == "move" || i == "return",
+        _ => false,
+    }
+}
+
+/// The type an `impl` is for, from the tokens between `impl` and its body: the last name at
+/// the top level of the type (after `for` in a trait's `impl`), outside generic arguments
+/// and before `where` (`Collector` of `impl<T: Db> worker::Collector<T> where ..`).
+pub(super) fn self_type(tokens: &[TokenTree]) -> Option<&proc_macro2::Ident> {
+    let from = tokens
+        .iter()
+        .position(|t| matches!(t, TokenTree::Ident(i) if i == "for"))
+        .map_or(0, |f| f + 1);
+    let (mut depth, mut last) = (0i32, None);
+    for t in &tokens[from..] {
+        match t {
+            TokenTree::Punct(p) if p.as_char() == '<' => depth += 1,
+            TokenTree::Punct(p) if p.as_char() == '>' => depth -= 1,
+            TokenTree::Ident(i) if i == "where" && depth == 0 => break,
+            TokenTree::Ident(i) if depth == 0 => last = Some(i),
+            _ => {}
+        }
+    }
+    last
+}
