@@ -80,6 +80,17 @@ pub(super) fn mark(
             })
     };
     let jobs = config.rust.background_jobs != BackgroundJobs::Replicated;
+    let asks_jobs = jobs && units.iter().any(|u| u.name.is_some() && may_race(u));
+    // Functions holding a session lock across awaits, and the calls they reach their locks
+    // through.
+    let (mut held, mut chains): (Vec<(&str, FileId)>, Vec<Span>) = (Vec::new(), Vec::new());
+    for u in units.iter().filter(|u| holds_across_awaits(u)) {
+        held.extend(u.name.as_deref().map(|n| (n, u.span.file)));
+        chains.extend(whole::locks(u).flat_map(|s| s.host().calls.iter().copied()));
+    }
+    if !asks_jobs && held.is_empty() {
+        return;
+    }
     let (reach, package) = reach::Reach::new(own.iter().map(|(_, f)| f.path.as_path()));
     let package_of: HashMap<FileId, Option<usize>> = own
         .iter()
@@ -95,16 +106,6 @@ pub(super) fn mark(
         .filter(|u| jobs && may_race(u))
         .filter_map(key)
         .collect();
-    // Functions holding a session lock across awaits, and the calls they reach their locks
-    // through.
-    let (mut held, mut chains): (Vec<(&str, FileId)>, Vec<Span>) = (Vec::new(), Vec::new());
-    for u in units.iter().filter(|u| holds_across_awaits(u)) {
-        held.extend(u.name.as_deref().map(|n| (n, u.span.file)));
-        chains.extend(whole::locks(u).flat_map(|s| s.host().calls.iter().copied()));
-    }
-    if names.is_empty() && held.is_empty() {
-        return;
-    }
     let files: HashSet<FileId> = units.iter().flat_map(Unit::files).collect();
     // A file that cannot be read again is one whose mentions cannot all be read (see above).
     let unparsed: Vec<(usize, String)> = unparsed
