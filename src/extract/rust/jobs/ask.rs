@@ -4,9 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::Key;
-use super::scan::{Graph, Site};
+use super::scan::{Func, Graph, Site};
 use super::whole::Whole;
-use crate::source::Span;
+use crate::source::{FileId, Span};
 
 /// A function asked about, and the type of its `impl` (see [`Graph::answers`]).
 pub(super) type Asked = (Key, Option<u32>);
@@ -89,7 +89,7 @@ impl Graph {
     pub(super) fn calls_of<'a>(&'a self, name: &'a Asked) -> impl Iterator<Item = &'a Site> {
         let sites = self.sites.get(&name.0.0).into_iter().flatten();
         sites.filter(move |s| {
-            let from = self.package.get(&s.file).copied().flatten();
+            let from = self.package_of(s.file);
             !s.test && self.may_call(&name.0, from) && self.answers(name, s.qualifier)
         })
     }
@@ -102,26 +102,25 @@ impl Graph {
         let (Some(owner), Some(q)) = (*owner, qualifier) else {
             return true;
         };
-        let fns = self
-            .by_name
-            .get(name)
-            .into_iter()
-            .flatten()
-            .map(|&f| &self.fns[f]);
-        let mut mine = fns.filter(|f| {
-            f.owner == Some(owner) && self.package.get(&f.file).copied().flatten() == *of
-        });
+        let fns = self.named(name);
+        let mut mine = fns.filter(|f| f.owner == Some(owner) && self.package_of(f.file) == *of);
         owner == q || mine.any(|f| f.dispatched)
+    }
+
+    /// The functions named `name` of the files scanned.
+    fn named<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Func> + use<'a> {
+        let fns = self.by_name.get(name).into_iter().flatten();
+        fns.map(|&f| &self.fns[f])
+    }
+
+    /// The package of a file scanned (none: of no package, or not scanned).
+    fn package_of(&self, file: FileId) -> Option<usize> {
+        self.package.get(&file).copied().flatten()
     }
 
     /// The type of the `impl` of the function `name` declared within `unit` (a unit's span).
     pub(super) fn owner_at(&self, name: &str, unit: Span) -> Option<u32> {
-        let fns = self
-            .by_name
-            .get(name)
-            .into_iter()
-            .flatten()
-            .map(|&f| &self.fns[f]);
+        let fns = self.named(name);
         fns.filter(|f| unit.contains(f.at)).find_map(|f| f.owner)
     }
 
@@ -133,13 +132,8 @@ impl Graph {
         let Some(of) = *of else {
             return true;
         };
-        let fns = self
-            .by_name
-            .get(name)
-            .into_iter()
-            .flatten()
-            .map(|&f| &self.fns[f]);
-        let mut there = fns.filter(|f| self.package.get(&f.file).copied().flatten() == Some(of));
+        let fns = self.named(name);
+        let mut there = fns.filter(|f| self.package_of(f.file) == Some(of));
         let plain = there.next().is_some_and(|f| !f.dispatched) && there.all(|f| !f.dispatched);
         !plain || self.reach.sees(from, Some(of))
     }
@@ -147,7 +141,7 @@ impl Graph {
     /// The function at `fns[f]` as it is asked about.
     fn key(&self, f: usize) -> Asked {
         let f = &self.fns[f];
-        let package = self.package.get(&f.file).copied().flatten();
+        let package = self.package_of(f.file);
         ((f.name.clone(), package), f.owner)
     }
 
@@ -158,8 +152,7 @@ impl Graph {
     }
 
     pub(super) fn drains(&self, name: &str) -> bool {
-        let own = self.by_name.get(name).into_iter().flatten();
-        own.into_iter().any(|&f| self.fns[f].drains)
+        self.named(name).any(|f| f.drains)
     }
 }
 
