@@ -152,7 +152,8 @@ pub struct Config {
     #[serde(default)]
     pub pool_mode: PoolMode,
     /// Run the core rules on test code too (`#[test]` functions, `#[cfg(test)]` modules, files
-    /// under `tests/` and `benches/`). Off by default: tests run one at a time on scratch
+    /// under `tests/` and `benches/`, SQL files under a folder named for tests; see
+    /// [`Config::is_test_path`]). Off by default: tests run one at a time on scratch
     /// databases and sometimes provoke races on purpose.
     #[serde(default)]
     pub include_tests: bool,
