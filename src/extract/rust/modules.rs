@@ -311,7 +311,7 @@ pub(super) fn package_name(manifest: &toml::Table) -> Option<String> {
 
 /// A package name with a word for tests in it: `test`, `tests`, `testing`, `testkit`,
 /// `testutils`, `fixtures` (`crates_io_test_utils`, `app-testing`).
-fn named_for_tests(name: &str) -> bool {
+pub(super) fn named_for_tests(name: &str) -> bool {
     name.split('-').any(|w| {
         matches!(
             w,

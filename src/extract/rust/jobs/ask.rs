@@ -107,6 +107,31 @@ impl Graph {
         owner == q || mine.any(|f| f.dispatched)
     }
 
+    /// Who calls the function `name` declared within `unit` (a unit's span): calls or
+    /// mentions (see [`Graph::calls_of`]) in production code, only in test code, or none; a
+    /// trait's method, a `main` or one whose declaration was not read has callers unseen.
+    pub(super) fn callers(&self, name: &Key, unit: Span) -> Callers {
+        let Some(f) = self.named(&name.0).find(|f| unit.contains(f.at)) else {
+            return Callers::Some;
+        };
+        if f.dispatched || f.name == "main" {
+            return Callers::Some;
+        }
+        let asked = (name.clone(), f.owner);
+        let sites = self.sites.get(&name.0).into_iter().flatten();
+        let mut sites = sites.filter(|s| {
+            self.may_call(name, self.package_of(s.file)) && self.answers(&asked, s.qualifier)
+        });
+        let mut out = Callers::None;
+        for s in sites.by_ref() {
+            if !s.test {
+                return Callers::Some;
+            }
+            out = Callers::Tests;
+        }
+        out
+    }
+
     /// The functions named `name` of the files scanned.
     fn named<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Func> + use<'a> {
         let fns = self.by_name.get(name).into_iter().flatten();
@@ -205,4 +230,12 @@ impl Ask<'_> {
         self.wanted.push(name.clone());
         Some(Answer::Unknown)
     }
+}
+
+/// Who calls a function (see [`Graph::callers`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Callers {
+    None,
+    Tests,
+    Some,
 }

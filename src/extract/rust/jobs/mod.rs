@@ -31,7 +31,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use crate::config::{BackgroundJobs, Config};
 use crate::model::{LockWait, Unit, UnitKind};
 use crate::source::{FileId, SourceFile, Span};
-use ask::{Answer, Ask};
+use ask::{Answer, Ask, Callers};
 use scan::Graph;
 use whole::Whole;
 
@@ -101,9 +101,24 @@ pub(super) fn mark(
         let package = package_of.get(&u.span.file).copied().flatten();
         Some(((u.name.clone()?, package), u.span))
     };
+    // A module named for tests (`test_utils.rs`) whose functions only tests call is test
+    // code, although no `cfg(test)` says so: its units are asked about even with no job to
+    // look for.
+    let test_named = |u: &Unit| {
+        let path = own
+            .iter()
+            .find(|(id, _)| *id == u.span.file)
+            .map(|(_, f)| &f.path);
+        !u.test && path.is_some_and(|p| module_named_for_tests(p))
+    };
+    let tested: HashSet<Span> = units
+        .iter()
+        .filter(|u| may_race(u) && test_named(u))
+        .map(|u| u.span)
+        .collect();
     let mut names: Vec<(Key, Span)> = units
         .iter()
-        .filter(|u| jobs && may_race(u))
+        .filter(|u| may_race(u) && (jobs || tested.contains(&u.span)))
         .filter_map(key)
         .collect();
     let files: HashSet<FileId> = units.iter().flat_map(Unit::files).collect();
@@ -139,22 +154,24 @@ pub(super) fn mark(
         at.next()?.filter(|_| at.all(|k| k.is_some()))
     };
     // No text that could wait for a timer or hand work to a scheduler: no job to look for.
-    if !texts.iter().any(|t| words::may_wait(t.text)) {
-        names.clear();
+    let asked_jobs = jobs && texts.iter().any(|t| words::may_wait(t.text));
+    if !asked_jobs {
+        names.retain(|(_, unit)| tested.contains(unit));
     }
     if names.is_empty() && held.is_empty() {
         return;
     }
-    let found = find(&texts, &files, (&names, &held, &chains), reach, |found| {
+    let asked = (&names[..], &held[..], &chains[..]);
+    let found = find(&texts, &files, asked, (reach, asked_jobs), |found| {
         let own = units
             .iter()
-            .filter(|u| !names.is_empty() && may_race(u) && in_loop(u, found).is_some());
+            .filter(|u| asked_jobs && may_race(u) && in_loop(u, found).is_some());
         own.filter_map(key).collect()
     });
     drop(texts);
-    let asked_jobs = !names.is_empty();
     whole::mark(units, &found, own);
     for u in units.iter_mut() {
+        u.test |= tested.contains(&u.span) && found.tests_only.contains(&u.span);
         if asked_jobs && may_race(u) {
             u.job = found.called.get(&u.span).copied().or_else(|| {
                 found
@@ -212,6 +229,8 @@ pub(super) struct Jobs {
     called: HashMap<Span, Span>,
     /// Those of the functions asked about that run one at a time (see [`Graph::once`]).
     once: HashSet<Span>,
+    /// Those that only test code calls (see [`Graph::callers`]).
+    tests_only: HashSet<Span>,
     /// The timer loops of functions that drain no channel: the keyword, and the loop from it
     /// to the end of its body.
     loops: Vec<(Span, Span)>,
@@ -262,7 +281,7 @@ fn find(
     texts: &[Text],
     files: &HashSet<FileId>,
     (names, held, chains): (&[AskedUnit], &[(&str, FileId)], &[Span]),
-    reach: reach::Reach,
+    (reach, asked_jobs): (reach::Reach, bool),
     own: impl Fn(&Jobs) -> Vec<AskedUnit>,
 ) -> Jobs {
     let mut graph = Graph {
@@ -334,7 +353,7 @@ fn find(
                 jobs.helpers.insert((n.clone(), *method), mains);
             }
         }
-        for (n, unit) in names {
+        for (n, unit) in names.iter().filter(|_| asked_jobs) {
             let asked = (n.clone(), graph.owner_at(&n.0, *unit));
             if let Answer::Yes(Some(at)) = graph.job(&asked, &mut ask) {
                 jobs.called.insert(*unit, at);
@@ -351,6 +370,9 @@ fn find(
         }
         wanted = ask.wanted;
     }
+    let only_tests =
+        |(n, unit): &&AskedUnit| read.contains(n) && graph.callers(n, *unit) == Callers::Tests;
+    jobs.tests_only = names.iter().filter(only_tests).map(|(_, u)| *u).collect();
     jobs.loops = graph.loops();
     jobs.side_by_side = graph.side_by_side;
     jobs.calls_at = graph.calls_at;
@@ -425,3 +447,17 @@ fn scan_mentions<'k>(
 
 #[cfg(test)]
 mod tests;
+
+/// A module named for tests: its file's stem (or, for a `mod.rs`, its folder's name) has a
+/// word for tests in it (`test_utils.rs`, `testing/mod.rs`, `fixtures.rs`).
+fn module_named_for_tests(path: &std::path::Path) -> bool {
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    let name = match stem {
+        Some("mod") => path
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str()),
+        other => other,
+    };
+    name.is_some_and(|n| super::modules::named_for_tests(&n.replace('_', "-")))
+}

@@ -22,7 +22,7 @@ fn jobs(files: &[(&str, bool)], names: &[&str]) -> Vec<String> {
         &texts,
         &HashSet::new(),
         (&names, &[], &[]),
-        Reach::default(),
+        (Reach::default(), true),
         |_| Vec::new(),
     );
     let by_unit = |s: &Span| names.iter().find(|(_, u)| u == s).map(|(k, _)| k.0.clone());
@@ -190,7 +190,7 @@ fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
         &texts,
         &HashSet::from([0]),
         (&[], &[], &[]),
-        Reach::default(),
+        (Reach::default(), true),
         |_| vec![asked("purge", 0)],
     );
     assert!(jobs.once.contains(&asked("purge", 0).1));
@@ -225,7 +225,7 @@ fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
         &texts,
         &HashSet::from([0]),
         (&[], &[], &[]),
-        Reach::default(),
+        (Reach::default(), true),
         own,
     );
     assert!(!jobs.once.contains(&asked("purge", 0).1));
@@ -256,7 +256,7 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
         &texts,
         &HashSet::from([0]),
         (&[asked("refresh", 0)], &[], &[]),
-        Reach::default(),
+        (Reach::default(), true),
         |_| Vec::new(),
     );
     assert!(found.called.is_empty());
@@ -276,7 +276,7 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
             &texts,
             &HashSet::from([0]),
             (&[asked("refresh", 0)], &[], &[]),
-            Reach::default(),
+            (Reach::default(), true),
             |_| Vec::new()
         )
         .called
@@ -322,7 +322,7 @@ fn whole(files: &[(&str, bool)], name: &str) -> Option<Vec<FileId>> {
         &texts,
         &HashSet::new(),
         (&[], &[(name, 0)], &[]),
-        Reach::default(),
+        (Reach::default(), true),
         |_| Vec::new(),
     );
     found.whole.get(&(name.to_string(), 0)).cloned()
@@ -434,7 +434,7 @@ fn calls_from_a_package_that_cannot_name_the_function_are_another_s() {
             &texts,
             &files,
             (&names, &[], &[]),
-            Reach::of(seen_by),
+            (Reach::of(seen_by), true),
             |_| Vec::new(),
         );
         found.called.contains_key(&names[0].1)
@@ -474,7 +474,7 @@ fn a_variable_or_another_type_s_function_of_the_name_is_no_call() {
             &texts,
             &HashSet::from([0, 1]),
             (&[], &[], &[]),
-            Reach::default(),
+            (Reach::default(), true),
             own,
         );
         found.once.contains(&unit)
@@ -498,4 +498,12 @@ fn a_variable_or_another_type_s_function_of_the_name_is_no_call() {
     assert!(once(closure));
     let other = spawn("Timer::start(r)") + " impl Timer { fn start(r: R) {} }";
     assert!(once(&other));
+}
+
+#[test]
+fn modules_named_for_tests() {
+    let named = |p: &str| module_named_for_tests(std::path::Path::new(p));
+    assert!(named("crates/db/src/database/test_utils.rs"));
+    assert!(named("src/testing/mod.rs") && named("src/fixtures.rs"));
+    assert!(!named("src/contest.rs") && !named("src/db/mod.rs") && !named("src/latest_utils.rs"));
 }
