@@ -165,6 +165,23 @@ pub fn relative_to(root: &Path, path: &Path) -> std::path::PathBuf {
         .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
 }
 
+/// `path` absolute and without `.` or `..` steps, read from its text (the file need not
+/// exist; a path that cannot be made absolute is kept as it is).
+pub fn absolute(path: &Path) -> std::path::PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `path` relative to `cwd` when it is below it, with `/` separators.
 pub fn display_path(path: &Path, cwd: &Path) -> String {
     let abs = cwd.join(path);

@@ -110,7 +110,7 @@ impl Root {
             .unwrap_or(&cwd)
             .to_path_buf();
         for f in &run.program.files {
-            let abs = absolute(&f.path);
+            let abs = crate::io::absolute(&f.path);
             while !abs.starts_with(&path) {
                 match path.parent() {
                     Some(p) => path = p.to_path_buf(),
@@ -136,26 +136,10 @@ impl Root {
     /// `path` relative to the root, with `/` between folders (GitHub annotations and GitLab
     /// reports name files so).
     pub(crate) fn display(&self, path: &std::path::Path) -> String {
-        let abs = absolute(path);
+        let abs = crate::io::absolute(path);
         let rel = abs.strip_prefix(&self.path).unwrap_or(&abs);
         rel.to_string_lossy().replace('\\', "/")
     }
-}
-
-/// Absolute and without `.` or `..` steps (the file need not exist).
-fn absolute(path: &std::path::Path) -> std::path::PathBuf {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut out = std::path::PathBuf::new();
-    for c in abs.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 fn level(s: Severity) -> &'static str {

@@ -87,10 +87,15 @@ impl Graph {
     /// packages that can call the one of package `name.0.1` (see [`Graph::may_call`]), by
     /// calls it answers (see [`Graph::answers`]).
     pub(super) fn calls_of<'a>(&'a self, name: &'a Asked) -> impl Iterator<Item = &'a Site> {
+        self.reaching(name).filter(|s| !s.test)
+    }
+
+    /// [`Graph::calls_of`], test code's included.
+    fn reaching<'a>(&'a self, name: &'a Asked) -> impl Iterator<Item = &'a Site> {
         let sites = self.sites.get(&name.0.0).into_iter().flatten();
         sites.filter(move |s| {
             let from = self.package_of(s.file);
-            !s.test && self.may_call(&name.0, from) && self.answers(name, s.qualifier)
+            self.may_call(&name.0, from) && self.answers(name, s.qualifier)
         })
     }
 
@@ -118,12 +123,8 @@ impl Graph {
             return Callers::Some;
         }
         let asked = (name.clone(), f.owner);
-        let sites = self.sites.get(&name.0).into_iter().flatten();
-        let mut sites = sites.filter(|s| {
-            self.may_call(name, self.package_of(s.file)) && self.answers(&asked, s.qualifier)
-        });
         let mut out = Callers::None;
-        for s in sites.by_ref() {
+        for s in self.reaching(&asked) {
             if !s.test {
                 return Callers::Some;
             }

@@ -104,16 +104,14 @@ pub(super) fn mark(
     // A module named for tests (`test_utils.rs`) whose functions only tests call is test
     // code, although no `cfg(test)` says so: its units are asked about even with no job to
     // look for.
-    let test_named = |u: &Unit| {
-        let path = own
-            .iter()
-            .find(|(id, _)| *id == u.span.file)
-            .map(|(_, f)| &f.path);
-        !u.test && path.is_some_and(|p| module_named_for_tests(p))
-    };
+    let test_files: HashSet<FileId> = own
+        .iter()
+        .filter(|(_, f)| module_named_for_tests(&f.path))
+        .map(|(id, _)| *id)
+        .collect();
     let tested: HashSet<Span> = units
         .iter()
-        .filter(|u| may_race(u) && test_named(u))
+        .filter(|u| !u.test && may_race(u) && test_files.contains(&u.span.file))
         .map(|u| u.span)
         .collect();
     let mut names: Vec<(Key, Span)> = units
@@ -169,7 +167,7 @@ pub(super) fn mark(
         own.filter_map(key).collect()
     });
     drop(texts);
-    whole::mark(units, &found, own);
+    whole::mark(units, &found, &package_of);
     for u in units.iter_mut() {
         u.test |= tested.contains(&u.span) && found.tests_only.contains(&u.span);
         if asked_jobs && may_race(u) {

@@ -32,9 +32,8 @@ impl Reach {
         let mut packages = Vec::new();
         for p in paths {
             let dir = p.parent().unwrap_or(Path::new("")).to_path_buf();
-            let found = of_dir.entry(dir).or_insert_with_key(|dir| {
-                let package = dir.ancestors().find(|d| d.join("Cargo.toml").is_file())?;
-                let package = normal(&std::path::absolute(package).ok()?);
+            let found = of_dir.entry(dir).or_insert_with(|| {
+                let package = crate::io::absolute(super::super::package_dir(p)?);
                 let next = dirs.len();
                 let at = *index.entry(package.clone()).or_insert(next);
                 if at == next {
@@ -67,8 +66,8 @@ impl Reach {
                 let by_path = spec
                     .get("path")
                     .and_then(|p| p.as_str())
-                    .and_then(|p| std::path::absolute(base.join(p)).ok())
-                    .and_then(|p| dirs.iter().position(|d| *d == normal(&p)));
+                    .map(|p| crate::io::absolute(&base.join(p)))
+                    .and_then(|p| dirs.iter().position(|d| *d == p));
                 let renamed = spec.get("package").and_then(|p| p.as_str()).unwrap_or(key);
                 let by_name = by_name.get(&renamed.replace('_', "-")).copied();
                 if let Some(p) = by_path.or(by_name).filter(|&p| p != q) {
@@ -134,19 +133,4 @@ fn workspace_of(dir: &Path) -> Option<(PathBuf, toml::Table)> {
         }
     }
     None
-}
-
-/// `a/b/../c` as `a/c` (a dependency's `path = "../db"`), without asking the file system.
-fn normal(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }

@@ -6,17 +6,19 @@ fn asked(name: &str, i: usize) -> (Key, Span) {
     ((name.to_string(), None), Span::new(usize::MAX, i..i))
 }
 
+/// Files 0, 1, .. of no package, each with whether it is test code.
+fn texts<'a>(files: &[(&'a str, bool)]) -> Vec<Text<'a>> {
+    let text = |(id, &(text, test)): (usize, &(&'a str, bool))| Text {
+        id,
+        text,
+        test,
+        package: None,
+    };
+    files.iter().enumerate().map(text).collect()
+}
+
 fn jobs(files: &[(&str, bool)], names: &[&str]) -> Vec<String> {
-    let texts: Vec<Text> = files
-        .iter()
-        .enumerate()
-        .map(|(id, &(text, test))| Text {
-            id,
-            text,
-            test,
-            package: None,
-        })
-        .collect();
+    let texts = texts(files);
     let names: Vec<(Key, Span)> = names.iter().enumerate().map(|(i, n)| asked(n, i)).collect();
     let found = find(
         &texts,
@@ -180,12 +182,7 @@ fn last(text: &str, needle: &str) -> Span {
 fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
     let text = "async fn purge(pool: PgPool) { setup().await; loop { if due(&pool).await { \
                 clean(&pool).await } sleep(D).await } }\nfn main() { tokio::spawn(purge(p)); }";
-    let texts = [Text {
-        id: 0,
-        text,
-        test: false,
-        package: None,
-    }];
+    let texts = texts(&[(text, false)]);
     let jobs = find(
         &texts,
         &HashSet::from([0]),
@@ -214,12 +211,7 @@ fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
 fn a_timer_loop_a_pool_of_workers_runs_is_no_job() {
     let text = "async fn purge() { loop { clean().await; sleep(D).await } }\n\
                 fn main() { for _ in 0..4 { tokio::spawn(purge()); } }";
-    let texts = [Text {
-        id: 0,
-        text,
-        test: false,
-        package: None,
-    }];
+    let texts = texts(&[(text, false)]);
     let own = |_: &Jobs| vec![asked("purge", 0), asked("main", 1)];
     let jobs = find(
         &texts,
@@ -246,14 +238,9 @@ fn only_a_text_with_a_timer_or_a_scheduler_word_may_hold_a_job() {
 fn hostile_nesting_is_read_to_a_bounded_depth() {
     // Each `while` reads the rest as its condition: without a bound, n levels of n tokens.
     let chain = format!("fn f() {{ refresh(); {} {{}} }}", "while ".repeat(50_000));
-    let texts = [Text {
-        id: 0,
-        text: &chain,
-        test: false,
-        package: None,
-    }];
+    let read = texts(&[(&chain, false)]);
     let found = find(
-        &texts,
+        &read,
         &HashSet::from([0]),
         (&[asked("refresh", 0)], &[], &[]),
         (Reach::default(), true),
@@ -265,12 +252,7 @@ fn hostile_nesting_is_read_to_a_bounded_depth() {
         "loop {".repeat(50_000),
         "}".repeat(50_000)
     );
-    let texts = [Text {
-        id: 0,
-        text: &deep,
-        test: false,
-        package: None,
-    }];
+    let texts = texts(&[(&deep, false)]);
     assert!(
         find(
             &texts,
@@ -308,16 +290,7 @@ fn an_uncalled_function_and_a_call_cycle_are_no_job() {
 /// The `main`s (file numbers) from which every run of the function named `name` in file 0 is
 /// awaited to its end; none if some caller can drop it part way.
 fn whole(files: &[(&str, bool)], name: &str) -> Option<Vec<FileId>> {
-    let texts: Vec<Text> = files
-        .iter()
-        .enumerate()
-        .map(|(id, &(text, test))| Text {
-            id,
-            text,
-            test,
-            package: None,
-        })
-        .collect();
+    let texts = texts(files);
     let found = find(
         &texts,
         &HashSet::new(),
@@ -415,16 +388,8 @@ fn calls_from_a_package_that_cannot_name_the_function_are_another_s() {
     let web = "async fn handle(rs: Vec<R>) { for r in rs { tokio::spawn(purge()); } } \
                async fn purge() {}";
     let run = |worker: &str, seen_by: Vec<Vec<usize>>| {
-        let texts: Vec<Text> = [worker, web]
-            .iter()
-            .enumerate()
-            .map(|(id, text)| Text {
-                id,
-                text,
-                test: false,
-                package: Some(id),
-            })
-            .collect();
+        let mut texts = texts(&[(worker, false), (web, false)]);
+        texts.iter_mut().for_each(|t| t.package = Some(t.id));
         let names = [(
             ("purge".to_string(), Some(0)),
             Span::new(0, 0..worker.len()),
@@ -458,16 +423,7 @@ fn a_variable_or_another_type_s_function_of_the_name_is_no_call() {
     let collector = "impl Collector { fn start(self) { tokio::spawn(async move { loop { \
                      tick().await; self.collect().await } }); } }\nfn main() { c.start(); }";
     let once = |handler: &str| {
-        let texts: Vec<Text> = [collector, handler]
-            .iter()
-            .enumerate()
-            .map(|(id, text)| Text {
-                id,
-                text,
-                test: false,
-                package: None,
-            })
-            .collect();
+        let texts = texts(&[(collector, false), (handler, false)]);
         let unit = Span::new(0, 0..collector.find("\nfn main").unwrap_or(0));
         let own = |_: &Jobs| vec![(("start".to_string(), None), unit)];
         let found = find(

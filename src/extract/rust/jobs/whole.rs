@@ -8,12 +8,11 @@
 //! library's API) is not run whole.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use super::scan::Graph;
 use super::{Answer, Ask, Jobs};
 use crate::model::{Step, Unit};
-use crate::source::{FileId, SourceFile};
+use crate::source::FileId;
 
 /// The statements of a unit that take or release session locks.
 pub(super) fn locks(u: &Unit) -> impl Iterator<Item = &Step> {
@@ -27,21 +26,17 @@ pub(super) fn locks(u: &Unit) -> impl Iterator<Item = &Step> {
 /// from such a `main` too (a helper with another caller that can drop it is not).
 ///
 /// Another package's `main` is one user of a library whose other users may drop its futures.
-pub(super) fn mark(units: &mut [Unit], found: &Jobs, own: &[(FileId, SourceFile)]) {
-    let mut packages = Packages {
-        own,
-        known: HashMap::new(),
-    };
+///
+/// `package_of` gives the package of each file of the batch (see [`super::reach`]); a file of
+/// no package is a package of its own.
+pub(super) fn mark(units: &mut [Unit], found: &Jobs, package_of: &HashMap<FileId, Option<usize>>) {
+    let of = |f: FileId| package_of.get(&f).map(|p| p.ok_or(f));
     for u in units.iter_mut().filter(|u| super::holds_across_awaits(u)) {
-        let (Some(name), Some(home)) = (u.name.as_ref(), packages.of(u.span.file)) else {
+        let (Some(name), Some(home)) = (u.name.as_ref(), of(u.span.file)) else {
             continue;
         };
-        let mut from_home = |files: &[FileId]| {
-            !files.is_empty()
-                && files
-                    .iter()
-                    .all(|&f| packages.of(f).as_ref() == Some(&home))
-        };
+        let from_home =
+            |files: &[FileId]| !files.is_empty() && files.iter().all(|&f| of(f) == Some(home));
         let mains = found.whole.get(&(name.clone(), u.span.file));
         let callers = name == "main" || mains.is_some_and(|m| from_home(m));
         if !callers {
@@ -65,26 +60,6 @@ pub(super) fn mark(units: &mut [Unit], found: &Jobs, own: &[(FileId, SourceFile)
             }
         }
         u.awaited_whole = seqs;
-    }
-}
-
-/// The package (the folder of the nearest `Cargo.toml`, or else the file) of each file, looked
-/// up once.
-struct Packages<'a> {
-    own: &'a [(FileId, SourceFile)],
-    known: HashMap<FileId, Option<PathBuf>>,
-}
-
-impl Packages<'_> {
-    fn of(&mut self, file: FileId) -> Option<PathBuf> {
-        let own = self.own;
-        let found = self.known.entry(file).or_insert_with(|| {
-            let (_, f) = own.iter().find(|(id, _)| *id == file)?;
-            // A file of no package is a package of its own.
-            let package = crate::extract::rust::package_dir(&f.path);
-            Some(package.unwrap_or(&f.path).to_path_buf())
-        });
-        found.clone()
     }
 }
 
