@@ -13,11 +13,22 @@ pub(super) struct Writers {
     guarded: HashSet<usize>,
 }
 
+impl Unit {
+    /// This unit and `other` are one background job's (see [`Unit::job`]): the same unit, or
+    /// units the same timer loop runs (its arms, its helpers), each awaited before the loop
+    /// waits again, so they never run at once.
+    pub fn same_job(&self, other: &Unit) -> bool {
+        self.job.is_some() && (std::ptr::eq(self, other) || self.job == other.job)
+    }
+}
+
 impl Program {
     /// Only code these steps are serialised with writes the tables they read or write, so no
     /// concurrent run races with them:
-    /// - `unit` is a background job (see [`Unit::job`]) and no other unit writes those tables:
-    ///   only another run of the job could, and txlint assumes one process runs it;
+    /// - `unit` is a background job (see [`Unit::job`]) and no other unit writes those tables
+    ///   but those the same timer loop runs (its other arms and helpers, each awaited before
+    ///   the loop waits again): only another run of the job could, and txlint assumes one
+    ///   process runs it;
     /// - or the steps run under one lock (an in-process one, or an application lease; see
     ///   [`super::Transaction::guard`]) and every write of those tables, in any unit, runs
     ///   under it too.
@@ -36,7 +47,7 @@ impl Program {
         let mut by_guard = guard.is_some();
         for t in tables {
             for (u, g) in writers.by_table.get(&t.name).into_iter().flatten() {
-                by_job &= std::ptr::eq(&self.units[*u], unit);
+                by_job &= unit.same_job(&self.units[*u]);
                 by_guard &= g.as_deref() == guard;
             }
         }

@@ -152,13 +152,14 @@ fn one_guard(g: &LockGraph, cycle: &[usize]) -> bool {
     first.is_some() && cycle.iter().all(|e| guard(e) == first)
 }
 
-/// Every transaction of the cycle is one background job's (see [`Unit::job`]): the cycle needs
-/// two runs of the job at once.
+/// Every transaction of the cycle is one background job's (see [`Unit::job`]; the units its
+/// timer loop runs): the cycle needs two runs of the job at once.
 fn one_job(g: &LockGraph, cycle: &[usize]) -> bool {
     let unit = |e: &usize| g.txs[g.edges[*e].tx].unit;
-    cycle.first().map(unit).is_some_and(|first| {
-        first.job.is_some() && cycle.iter().all(|e| std::ptr::eq(unit(e), first))
-    })
+    cycle
+        .first()
+        .map(unit)
+        .is_some_and(|first| cycle.iter().all(|e| first.same_job(unit(e))))
 }
 
 fn unit_name(g: &LockGraph, tx: usize) -> String {

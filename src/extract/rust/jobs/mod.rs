@@ -142,14 +142,16 @@ pub(super) fn mark(
         test: config.is_test_path(&own[*i].1.path),
         package: package[*i],
     }));
-    // Every statement inside a timer loop on the way to it: the loop, if the unit runs one at
-    // a time.
+    // Every statement inside one timer loop on the way to it: the loop, if the unit runs one
+    // at a time (statements in two loops are two jobs, which may run side by side: `main`
+    // spawning both).
     let in_loop = |u: &Unit, found: &Jobs| {
         let mut at = u.transactions.iter().flat_map(|t| &t.steps).map(|s| {
             let chain = s.host().calls.iter().copied().chain([s.span]);
             found.loop_of(chain)
         });
-        at.next()?.filter(|_| at.all(|k| k.is_some()))
+        let first = at.next()??;
+        at.all(|k| k == Some(first)).then_some(first)
     };
     // No text that could wait for a timer or hand work to a scheduler: no job to look for.
     let asked_jobs = jobs && texts.iter().any(|t| words::may_wait(t.text));
