@@ -40,7 +40,13 @@ impl Graph {
                     other => other,
                 },
                 (false, Some(t), None) => Answer::Yes(Some(t)),
-                (false, None, Some(c)) => self.job(&self.key(c), ask),
+                (false, None, Some(c)) => match self.lead_of(c, site) {
+                    Some(t) => match self.once(&self.key(c), ask) {
+                        Answer::Yes(_) => Answer::Yes(Some(t)),
+                        other => other,
+                    },
+                    None => self.job(&self.key(c), ask),
+                },
                 (false, None, None) => Answer::No,
             };
             let both = out.map_or(found, |o: Answer| o.and(found));
@@ -51,6 +57,18 @@ impl Graph {
         }
         // Never called: an entry point, no job.
         out.unwrap_or(Answer::No)
+    }
+
+    /// The timer loop of function `caller` (one that drains no channel) that `site` runs
+    /// before, in the loop's own block, which runs nothing beside it (`warm_up().await; loop
+    /// { tick; work().await }`, a closure bound there and called before and in the loop): if
+    /// `caller` runs one at a time, the site's runs and the loop's follow one another.
+    fn lead_of(&self, caller: usize, site: &Site) -> Option<Span> {
+        let f = &self.fns[caller];
+        let mut leads = f.leads.iter().filter(|_| !f.drains);
+        leads
+            .find(|(_, lead)| lead.contains(site.at))
+            .map(|(at, _)| *at)
     }
 
     /// Functions named `name` run one at a time: no path from a function nothing calls
@@ -94,7 +112,7 @@ impl Graph {
     fn reaching<'a>(&'a self, name: &'a Asked) -> impl Iterator<Item = &'a Site> {
         let sites = self.sites.get(&name.0.0).into_iter().flatten();
         sites.filter(move |s| {
-            let from = self.package_of(s.file);
+            let from = self.package_of(s.at.file);
             self.may_call(&name.0, from) && self.answers(name, s.qualifier)
         })
     }
@@ -169,6 +187,13 @@ impl Graph {
         let f = &self.fns[f];
         let package = self.package_of(f.file);
         ((f.name.clone(), package), f.owner)
+    }
+
+    /// What the timer loops of functions that drain no channel run before them (see
+    /// [`Func::leads`]).
+    pub(super) fn leads(&self) -> Vec<(Span, Span)> {
+        let quiet = self.fns.iter().filter(|f| !f.drains);
+        quiet.flat_map(|f| &f.leads).copied().collect()
     }
 
     /// The timer loops of functions that drain no channel.

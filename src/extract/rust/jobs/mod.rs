@@ -3,8 +3,10 @@
 //! `loop { ingest().await; sleep(every).await }`, `interval.tick()` in a `select!`, a sleep that
 //! a shutdown signal ends early (`timeout(every, stop.changed())`), a closure
 //! handed to a scheduler (`every(..)`, a `cron` call): what such a loop calls runs once per
-//! wake-up, one run after the other, in the process that started the loop. txlint assumes one
-//! process runs it (see [`crate::model::Unit::job`]). Not such a job:
+//! wake-up, one run after the other, in the process that started the loop, and so does what
+//! the loop's block runs before it when that block runs nothing beside the loop (a first run
+//! at start-up). txlint assumes one process runs it (see [`crate::model::Unit::job`]). Not
+//! such a job:
 //! - a loop that also receives from a channel (`recv`, `try_recv`), or a function that drains
 //!   one: it handles what this process's other code sent, so it runs wherever that code runs;
 //! - work the loop runs side by side: spawned in it (`spawn`, `join_all` over a `map`), or
@@ -234,6 +236,9 @@ pub(super) struct Jobs {
     /// The timer loops of functions that drain no channel: the keyword, and the loop from it
     /// to the end of its body.
     loops: Vec<(Span, Span)>,
+    /// Of those loops, the ones whose block runs nothing beside them: the keyword, and the
+    /// block from its start to the keyword (what runs before the loop's first turn).
+    leads: Vec<(Span, Span)>,
     /// What runs side by side with other runs of itself: the arguments of a `spawn` in a loop,
     /// of a `map` in a `join_all`.
     side_by_side: Vec<Span>,
@@ -259,11 +264,8 @@ impl Jobs {
                     return Err(());
                 }
                 if found.is_none() {
-                    found = self
-                        .loops
-                        .iter()
-                        .find(|(_, l)| l.contains(at))
-                        .map(|(k, _)| *k);
+                    let mut regions = self.loops.iter().chain(&self.leads);
+                    found = regions.find(|(_, l)| l.contains(at)).map(|(k, _)| *k);
                 }
                 Ok(())
             })
@@ -298,6 +300,7 @@ fn find(
     }
     let mut jobs = Jobs {
         loops: graph.loops(),
+        leads: graph.leads(),
         side_by_side: graph.side_by_side.clone(),
         ..Jobs::default()
     };
@@ -374,6 +377,7 @@ fn find(
         |(n, unit): &&AskedUnit| read.contains(n) && graph.callers(n, *unit) == Callers::Tests;
     jobs.tests_only = names.iter().filter(only_tests).map(|(_, u)| *u).collect();
     jobs.loops = graph.loops();
+    jobs.leads = graph.leads();
     jobs.side_by_side = graph.side_by_side;
     jobs.calls_at = graph.calls_at;
     jobs

@@ -60,6 +60,9 @@ pub(super) struct Func {
     pub(super) drains: bool,
     /// Its own timer loops: the keyword, and the loop to the end of its body.
     pub(super) loops: Vec<(Span, Span)>,
+    /// Of its timer loops, those whose block runs nothing beside them before them: the
+    /// keyword, and the block from its start to the keyword (see [`Graph::lead_of`]).
+    pub(super) leads: Vec<(Span, Span)>,
     /// Its parameters and the names its `let`s bind so far (`let start = Instant::now()`):
     /// a later mention of one that is no call is the variable, not a function passed on.
     locals: Vec<String>,
@@ -67,8 +70,8 @@ pub(super) struct Func {
 
 #[derive(Clone, Copy)]
 pub(super) struct Site {
-    /// The file the site is in.
-    pub(super) file: FileId,
+    /// The name called or mentioned (its file is the site's).
+    pub(super) at: Span,
     /// The function the site is in (none: an item's initialiser, a static).
     pub(super) caller: Option<usize>,
     /// The timer loop or scheduler call around the site.
@@ -381,6 +384,13 @@ impl Scanner<'_> {
             if let Some(f) = cx.func {
                 let whole = self.span_between(keyword.span(), trees[b].span());
                 self.graph.fns[f].loops.push((at, whole));
+                // What the loop's block runs before it, one thing after the other, runs
+                // before the loop's first turn.
+                if !runs_beside(&trees[..k], &mut self.budget) {
+                    let lead = self.span_between(trees[0].span(), keyword.span());
+                    self.graph.fns[f].leads.push((at, lead));
+                }
+                self.exhausted |= self.budget == 0;
             }
             Some(at)
         });
@@ -531,7 +541,7 @@ impl Scanner<'_> {
             _ => None,
         };
         let site = Site {
-            file: self.file,
+            at: self.span(trees[k].span()),
             qualifier,
             caller: cx.func,
             timer,
@@ -589,6 +599,7 @@ impl Scanner<'_> {
             owner: cx.owner,
             drains: false,
             loops: Vec::new(),
+            leads: Vec::new(),
             locals: trees[k + 2..b].iter().flat_map(parameters).collect(),
         });
         // A function declared inside a loop is not run by it.

@@ -57,6 +57,37 @@ fn a_job_is_found_through_the_functions_between_the_loop_and_it() {
 }
 
 #[test]
+fn what_a_timer_loop_runs_before_its_first_turn_is_its_job() {
+    let main = "async fn main() { run().await }";
+    let first = "async fn run() { refresh().await; loop { sleep(D).await; refresh().await } }";
+    assert_eq!(
+        jobs(&[(main, false), (first, false)], &["refresh"]),
+        ["refresh"]
+    );
+    // A closure bound before the loop, called there and in the loop.
+    let bound = "async fn run() { let task = || async { refresh().await }; task().await; \
+                 loop { sleep(D).await; task().await } }";
+    assert_eq!(
+        jobs(&[(main, false), (bound, false)], &["refresh"]),
+        ["refresh"]
+    );
+    // Something the block runs beside the loop: what it runs before the loop is no job's.
+    let spawned = "async fn run() { tokio::spawn(refresh()); \
+                   loop { sleep(D).await; refresh().await } }";
+    assert!(jobs(&[(main, false), (spawned, false)], &["refresh"]).is_empty());
+    let selected = "async fn run() { let task = || async { refresh().await }; \
+                    tokio::select! { _ = task() => {}, _ = stop() => {} } \
+                    loop { sleep(D).await; task().await } }";
+    assert!(jobs(&[(main, false), (selected, false)], &["refresh"]).is_empty());
+    // After the loop, or in another block than the loop's, is not before its first turn.
+    let after = "async fn run() { loop { sleep(D).await; if done() { break; } } refresh().await }";
+    assert!(jobs(&[(main, false), (after, false)], &["refresh"]).is_empty());
+    let beside = "async fn run() { if warm() { refresh().await } \
+                  tokio::spawn(async move { loop { sleep(D).await; refresh().await } }); }";
+    assert!(jobs(&[(main, false), (beside, false)], &["refresh"]).is_empty());
+}
+
+#[test]
 fn a_loop_that_sleeps_until_stopped_is_a_timer_loop() {
     // `timeout(every, stop.changed())`: waits `every`, or less when asked to stop.
     let watch = "async fn run(mut stop: Receiver<bool>) { while !*stop.borrow_and_update() { \
@@ -181,7 +212,8 @@ fn last(text: &str, needle: &str) -> Span {
 #[test]
 fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
     let text = "async fn purge(pool: PgPool) { setup().await; loop { if due(&pool).await { \
-                clean(&pool).await } sleep(D).await } }\nfn main() { tokio::spawn(purge(p)); }";
+                clean(&pool).await } sleep(D).await } report().await }\n\
+                fn main() { tokio::spawn(purge(p)); }";
     let texts = texts(&[(text, false)]);
     let jobs = find(
         &texts,
@@ -201,7 +233,10 @@ fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
         jobs.loop_of([at(text, "clean(&pool)")].into_iter()),
         Some(kw)
     );
-    assert_eq!(jobs.loop_of([at(text, "setup()")].into_iter()), None);
+    // Run before the loop's first turn, in its block, with nothing beside it: the job's too;
+    // after the loop, not.
+    assert_eq!(jobs.loop_of([at(text, "setup()")].into_iter()), Some(kw));
+    assert_eq!(jobs.loop_of([at(text, "report()")].into_iter()), None);
     // Reached from `main` through the spawned function.
     let chain = [at(text, "purge(p)"), at(text, "due(&pool)")];
     assert_eq!(jobs.loop_of(chain.into_iter()), Some(kw));

@@ -110,6 +110,16 @@ pub(super) fn wakes_on_timer(keyword: &str, trees: &[TokenTree], budget: &mut us
     timer && !other
 }
 
+/// Something in `trees` may run beside what follows it: a spawn-like call (see [`spawns`]), a
+/// call that polls several futures at once ([`DROPS`]), a set of tasks ([`SIDE_BY_SIDE`]).
+pub(super) fn runs_beside(trees: &[TokenTree], budget: &mut usize) -> bool {
+    let mut beside = false;
+    visit_words(trees, 0, budget, &mut |w, call, _| {
+        beside |= (call && spawns(w)) || DROPS.contains(&w) || SIDE_BY_SIDE.contains(&w);
+    });
+    beside
+}
+
 /// What follows `return` or `break` is a value: not nothing, a label, `()` or `Ok(())`.
 pub(super) fn gives_value(next: &[TokenTree]) -> bool {
     let empty = |t: Option<&TokenTree>| {
