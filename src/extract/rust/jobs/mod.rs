@@ -90,19 +90,6 @@ pub(super) fn mark(
         held.extend(u.name.as_deref().map(|n| (n, u.span.file)));
         chains.extend(whole::locks(u).flat_map(|s| s.host().calls.iter().copied()));
     }
-    if !asks_jobs && held.is_empty() {
-        return;
-    }
-    let (reach, package) = reach::Reach::new(own.iter().map(|(_, f)| f.path.as_path()));
-    let package_of: HashMap<FileId, Option<usize>> = own
-        .iter()
-        .map(|(id, _)| *id)
-        .zip(package.iter().copied())
-        .collect();
-    let key = |u: &Unit| -> Option<(Key, Span)> {
-        let package = package_of.get(&u.span.file).copied().flatten();
-        Some(((u.name.clone()?, package), u.span))
-    };
     // A module named for tests (`test_utils.rs`) whose functions only tests call is test
     // code, although no `cfg(test)` says so: its units are asked about even with no job to
     // look for.
@@ -116,6 +103,19 @@ pub(super) fn mark(
         .filter(|u| !u.test && may_race(u) && test_files.contains(&u.span.file))
         .map(|u| u.span)
         .collect();
+    if !asks_jobs && held.is_empty() && tested.is_empty() {
+        return;
+    }
+    let (reach, package) = reach::Reach::new(own.iter().map(|(_, f)| f.path.as_path()));
+    let package_of: HashMap<FileId, Option<usize>> = own
+        .iter()
+        .map(|(id, _)| *id)
+        .zip(package.iter().copied())
+        .collect();
+    let key = |u: &Unit| -> Option<(Key, Span)> {
+        let package = package_of.get(&u.span.file).copied().flatten();
+        Some(((u.name.clone()?, package), u.span))
+    };
     let mut names: Vec<(Key, Span)> = units
         .iter()
         .filter(|u| may_race(u) && (jobs || tested.contains(&u.span)))
