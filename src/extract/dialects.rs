@@ -46,8 +46,9 @@ fn of_word(w: &str) -> Option<Dialect> {
 
 /// What a `.sql` file's text shows, outside comments and strings: SQLite's `AUTOINCREMENT`,
 /// `PRAGMA` and `?1` placeholders; MySQL's `ENGINE=`, `AUTO_INCREMENT` and backticks; SQL
-/// Server's `IDENTITY(` and `GO`; bare `?` placeholders, which PostgreSQL does not have, with
-/// nothing else: a database txlint cannot tell.
+/// Server's `IDENTITY(` and `GO`; ClickHouse's `ENGINE = MergeTree` (and the rest of that
+/// family) and `ON CLUSTER`, a database txlint has no rules for; bare `?` placeholders, which
+/// PostgreSQL does not have, with nothing else: a database txlint cannot tell.
 pub fn of_text(text: &str) -> Option<Dialect> {
     // The head of the file tells; a generated file of millions of statements is not lexed whole.
     let mut end = text.len().min(256 * 1024);
@@ -72,7 +73,25 @@ pub fn of_text(text: &str) -> Option<Dialect> {
             if w("autoincrement") || (w("pragma") && starts) {
                 return Some(Dialect::Sqlite);
             }
-            if w("auto_increment") || (w("engine") && punct_next("=")) {
+            // ClickHouse's `ON CLUSTER name`: not `ON cluster (..)` nor `ON cluster.id`.
+            let named = next.is_some_and(|n| matches!(n.kind, Kind::Word | Kind::QuotedIdent));
+            let after_on = prev.is_some_and(|p| p.kind == Kind::Word && p.is(text, "on"));
+            if w("cluster") && after_on && named {
+                return Some(Dialect::Unknown);
+            }
+            if w("engine") && punct_next("=") {
+                // ClickHouse's table engines (`MergeTree()`, `ReplicatedReplacingMergeTree(..)`)
+                // are no MySQL storage engine.
+                tokens.next();
+                let engine = tokens.peek().map_or("", |e| e.text(text));
+                let clickhouse = engine.to_ascii_lowercase().ends_with("mergetree");
+                return Some(if clickhouse {
+                    Dialect::Unknown
+                } else {
+                    Dialect::Mysql
+                });
+            }
+            if w("auto_increment") {
                 return Some(Dialect::Mysql);
             }
             if (w("identity") && punct_next("("))
@@ -113,13 +132,14 @@ pub fn of_text(text: &str) -> Option<Dialect> {
 /// Whether the text has anything [`of_text`] decides on: a `` ` ``, a `?`, or one of its words
 /// (a byte scan; most files have none, and are not lexed).
 fn has_signal(b: &[u8]) -> bool {
-    const WORDS: [&[u8]; 6] = [
+    const WORDS: [&[u8]; 7] = [
         b"autoincrement",
         b"pragma",
         b"auto_increment",
         b"engine",
         b"identity",
         b"go",
+        b"cluster",
     ];
     let mut i = 0;
     while i < b.len() {
@@ -358,6 +378,32 @@ mod tests {
         assert_eq!(of_text("SELECT * FROM t LIMIT ?"), Some(Dialect::Unknown));
     }
 
+    /// ClickHouse's SQL: a table engine of the `MergeTree` family, `ON CLUSTER`. Its `ENGINE =`
+    /// is not MySQL's, and a table or column named `cluster` is no ClickHouse.
+    #[test]
+    fn clickhouse_texts_are_no_mysql() {
+        let table = "CREATE TABLE IF NOT EXISTS oximeter.version\n(\n    value UInt64\n)\n\
+                     ENGINE = MergeTree()\nORDER BY (value);";
+        assert_eq!(of_text(table), Some(Dialect::Unknown));
+        let replicated =
+            "CREATE TABLE t (a UInt8) ENGINE = ReplicatedReplacingMergeTree('/t', '{r}');";
+        assert_eq!(of_text(replicated), Some(Dialect::Unknown));
+        let alter =
+            "ALTER TABLE oximeter.fields_i64 ON CLUSTER oximeter_cluster ADD COLUMN x UInt64;";
+        assert_eq!(of_text(alter), Some(Dialect::Unknown));
+        assert_eq!(
+            of_text("CREATE TABLE t (a int) ENGINE = MEMORY;"),
+            Some(Dialect::Mysql)
+        );
+        for postgres in [
+            "CREATE INDEX i ON cluster (id);",
+            "SELECT * FROM node JOIN cluster ON cluster.id = node.cluster_id;",
+            "CLUSTER VERBOSE t USING t_pkey;",
+        ] {
+            assert_eq!(of_text(postgres), None, "{postgres}");
+        }
+    }
+
     /// The byte scan before the lexer lets every text through that the lexer decides on.
     #[test]
     fn the_byte_scan_keeps_every_signal() {
@@ -369,6 +415,10 @@ mod tests {
             ("PRAGMA foreign_keys = ON;", Dialect::Sqlite),
             ("CREATE TABLE t (id int Auto_Increment);", Dialect::Mysql),
             ("CREATE TABLE t (a int) ENGINE = InnoDB;", Dialect::Mysql),
+            (
+                "ALTER TABLE t ON CLUSTER c DROP COLUMN x;",
+                Dialect::Unknown,
+            ),
         ] {
             assert!(has_signal(text.as_bytes()), "{text}");
             assert_eq!(of_text(text), Some(dialect), "{text}");

@@ -182,6 +182,7 @@ impl<'a> Index<'a> {
             .visit_file(&p.ast);
         }
         ix.nest_handle_structs();
+        ix.signature_dialects();
         let mut packages = modules::Packages::default();
         let dead: Vec<bool> = parsed
             .iter()
@@ -234,6 +235,32 @@ impl<'a> Index<'a> {
                 return;
             }
             self.handle_structs.extend(found);
+        }
+    }
+
+    /// A function no `cfg` feature gives a database, whose `impl` or parameters name one
+    /// through a type argument that is a struct of the run holding a handle of it (`impl
+    /// Repo<SqlitePool>`, `tx: &mut Labelled<SqlitePool>`, the run's own `struct SqlitePool {
+    /// pool: sqlx::SqlitePool }`): that database, if they name only one.
+    fn signature_dialects(&mut self) {
+        for f in &mut self.fns {
+            if f.dialect.is_some() {
+                continue;
+            }
+            let params = f.sig.inputs.iter().filter_map(|a| match a {
+                syn::FnArg::Typed(t) => Some(&*t.ty),
+                syn::FnArg::Receiver(_) => None,
+            });
+            let named: std::collections::BTreeSet<Dialect> = f
+                .owner
+                .into_iter()
+                .chain(params)
+                .flat_map(types::type_args)
+                .filter_map(|a| self.handle_structs.get(&types::type_name(a)?)?.1)
+                .collect();
+            if let [one] = named.into_iter().collect::<Vec<_>>()[..] {
+                f.dialect = Some(one);
+            }
         }
     }
 

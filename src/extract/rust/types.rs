@@ -162,7 +162,7 @@ pub fn shares_transactions(ty: &syn::Type) -> bool {
 }
 
 /// The type arguments of a path type, behind references.
-fn type_args(mut ty: &syn::Type) -> impl Iterator<Item = &syn::Type> {
+pub(super) fn type_args(mut ty: &syn::Type) -> impl Iterator<Item = &syn::Type> {
     while let syn::Type::Reference(r) = ty {
         ty = &r.elem;
     }
