@@ -129,6 +129,7 @@ fn analyse(files: Vec<SourceFile>, config: &Config) -> Run {
     let mut a = Analysis::new(files);
     let extracted = a.extract(config);
     let linked = a.link(extracted, config);
+    a.isolation(config);
     a.skip(&linked, config);
     a.expand(&linked);
     a.check(config);
@@ -284,6 +285,22 @@ impl Analysis {
             unit.test |= config.is_test_path(&program.files[unit.span.file].path);
         }
         linked
+    }
+
+    /// The database's default isolation level, for the transactions that set none: the
+    /// configuration's, else SERIALIZABLE when the run's SQL is CockroachDB's.
+    fn isolation(&mut self, config: &Config) {
+        let files = &self.program.files;
+        let cockroach = || {
+            let mut paths = self.sql.iter().map(|&f| config.relative(&files[f].path));
+            paths.any(|p| extract::dialects::is_cockroach(&p))
+        };
+        let level = match config.isolation {
+            Some(i) => i.level(),
+            None if cockroach() => model::Isolation::Serializable,
+            None => return,
+        };
+        self.program.default_isolation(level);
     }
 
     /// Set aside the units the rules skip: another dialect's part, a routine a later

@@ -31,6 +31,16 @@ pub fn of_path(path: &Path) -> Option<Dialect> {
     })
 }
 
+/// A `.sql` file for CockroachDB, by a folder or name part (`schema/crdb/`, `cockroach/`):
+/// CockroachDB runs transactions at SERIALIZABLE unless they say otherwise.
+pub fn is_cockroach(path: &Path) -> bool {
+    path.iter().any(|part| {
+        let part = part.to_string_lossy().to_ascii_lowercase();
+        part.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| matches!(w, "cockroach" | "cockroachdb" | "crdb"))
+    })
+}
+
 fn of_word(w: &str) -> Option<Dialect> {
     Some(match w {
         "sqlite" | "sqlite3" => Dialect::Sqlite,

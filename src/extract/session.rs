@@ -13,8 +13,8 @@ pub struct SessionWalker {
     done: Vec<Transaction>,
     /// The open explicit transaction (or the file's, in transaction mode).
     open: Option<Transaction>,
-    /// Session default isolation (`SET SESSION CHARACTERISTICS ...`).
-    session_isolation: Isolation,
+    /// Session default isolation (`SET SESSION CHARACTERISTICS ...`); none: the database's.
+    session_isolation: Option<Isolation>,
     /// MySQL `SET TRANSACTION ...` outside a transaction applies to the next one.
     next_isolation: Option<Isolation>,
     /// The simple-query message of the last autocommit statement.
@@ -31,7 +31,7 @@ impl SessionWalker {
             executor: Executor::Session,
             done: Vec::new(),
             open,
-            session_isolation: Isolation::ReadCommitted,
+            session_isolation: None,
             next_isolation: None,
             last_message: None,
         }
@@ -69,7 +69,7 @@ impl SessionWalker {
         if self.open.is_some() {
             return;
         }
-        let mut tx = Transaction::new(
+        let mut tx = transaction(
             Scope::Explicit,
             Executor::Transaction,
             self.session_isolation,
@@ -85,6 +85,7 @@ impl SessionWalker {
     pub fn isolate(&mut self, isolation: Isolation) {
         if let Some(tx) = &mut self.open {
             tx.isolation = isolation;
+            tx.isolation_set = true;
         }
     }
 
@@ -166,8 +167,8 @@ impl SessionWalker {
                 if self.open.is_none() {
                     let iso = isolation
                         .or(self.next_isolation.take())
-                        .unwrap_or(self.session_isolation);
-                    let mut tx = Transaction::new(Scope::Explicit, self.executor, iso);
+                        .or(self.session_isolation);
+                    let mut tx = transaction(Scope::Explicit, self.executor, iso);
                     tx.set_begin(Some(step.span));
                     self.open = Some(tx);
                 }
@@ -186,7 +187,7 @@ impl SessionWalker {
                 isolation,
                 session: false,
             }) => match self.open.as_mut() {
-                Some(tx) => tx.isolation = *isolation,
+                Some(tx) => (tx.isolation, tx.isolation_set) = (*isolation, true),
                 None => self.next_isolation = Some(*isolation),
             },
             _ => {}
@@ -204,7 +205,7 @@ impl SessionWalker {
             None => self.autocommit(step, message),
         }
         if let Some(isolation) = session_default {
-            self.session_isolation = isolation;
+            self.session_isolation = Some(isolation);
         }
     }
 
@@ -216,7 +217,7 @@ impl SessionWalker {
             last.steps.push(step);
             return;
         }
-        let mut tx = Transaction::new(Scope::Autocommit, self.executor, self.session_isolation);
+        let mut tx = transaction(Scope::Autocommit, self.executor, self.session_isolation);
         // Most autocommit transactions are one statement, kept inline.
         tx.steps = smallvec::smallvec![step];
         self.done.push(tx);
@@ -235,4 +236,12 @@ impl SessionWalker {
         self.done.shrink_to_fit();
         self.done
     }
+}
+
+/// A transaction at the isolation level the code set, if it set one; else at READ COMMITTED
+/// until the database's default is known (see [`Program::default_isolation`]).
+fn transaction(scope: Scope, executor: Executor, set: Option<Isolation>) -> Transaction {
+    let mut tx = Transaction::new(scope, executor, set.unwrap_or(Isolation::ReadCommitted));
+    tx.isolation_set = set.is_some();
+    tx
 }

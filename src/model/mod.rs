@@ -46,6 +46,15 @@ impl Program {
         self.schemas.of(file)
     }
 
+    /// Every transaction that does not set its isolation level runs at `level`, the database's
+    /// default (`default_transaction_isolation`; CockroachDB's is SERIALIZABLE).
+    pub fn default_isolation(&mut self, level: Isolation) {
+        let txs = self.units.iter_mut().flat_map(|u| &mut u.transactions);
+        for tx in txs.filter(|t| !t.isolation_set) {
+            tx.isolation = level;
+        }
+    }
+
     /// Drop the units and the schema once the rules are done; the files stay for reports.
     pub fn forget_model(&mut self) {
         self.units = Vec::new();
@@ -318,6 +327,10 @@ pub struct Transaction {
     pub scope: Scope,
     pub executor: Executor,
     pub isolation: Isolation,
+    /// The code sets `isolation` (`BEGIN ISOLATION LEVEL ..`, `SET TRANSACTION ..`, a session
+    /// default it sets, host code's transaction builder); otherwise it is the database's
+    /// default (see [`Program::default_isolation`]).
+    pub isolation_set: bool,
     /// Where it is opened and ended, if either is written; boxed because most transactions
     /// are autocommit statements with neither (read with [`Transaction::begin`],
     /// [`Transaction::end`] and [`Transaction::opened_within`]).
@@ -408,6 +421,7 @@ impl Transaction {
             scope,
             executor,
             isolation,
+            isolation_set: false,
             bounds: None,
             steps: Steps::new(),
         }
