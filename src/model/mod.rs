@@ -552,12 +552,11 @@ impl Input {
         value.rsplit_once('.').is_some_and(|(_, f)| f == column)
     }
 
-    /// The value as shown in messages: its name when it is a plain path, else the parameter.
+    /// The value as shown in messages: as written when it is short and on one line (`id`,
+    /// `to_db_typed_uuid(volume_id)`: two rows' keys bound to `$2` of two statements are told
+    /// apart), else the parameter.
     pub fn shown(&self) -> String {
-        let plain = self
-            .text
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        let plain = self.text.chars().count() <= 40 && !self.text.contains('\n');
         if plain && !self.text.is_empty() {
             self.text.clone()
         } else {
