@@ -14,7 +14,11 @@ impl<'a, 'w> Walker<'a, 'w> {
             .split(['.', ' '])
             .next()
             .unwrap_or("");
-        over.contains("sort") || self.sorted.contains(base)
+        let mut at = order::strip(e);
+        while let syn::Expr::MethodCall(m) = at {
+            at = order::strip(&m.receiver);
+        }
+        over.contains("sort") || self.sorted.contains(base) || self.sorted_field(at)
     }
 
     /// The handle a value stands for; unknown if it is none.

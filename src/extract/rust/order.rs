@@ -301,7 +301,7 @@ fn is_path(e: &syn::Expr, names: &[&str]) -> bool {
 }
 
 /// `e?`, `e.await`, `(e)`, `&e`, `e.unwrap()`, `e.expect(..)`: `e`.
-fn strip(e: &syn::Expr) -> &syn::Expr {
+pub(super) fn strip(e: &syn::Expr) -> &syn::Expr {
     match e {
         syn::Expr::Try(t) => strip(&t.expr),
         syn::Expr::Await(a) => strip(&a.base),
@@ -351,7 +351,27 @@ impl Walker<'_, '_> {
             }
             at = strip(&m.receiver);
         }
-        !std::ptr::eq(at, e) && local(at).is_some_and(|base| self.sorted.contains(&base))
+        !std::ptr::eq(at, e)
+            && (local(at).is_some_and(|base| self.sorted.contains(&base)) || self.sorted_field(at))
+    }
+
+    /// `usage.changes`, a field the run declares a `BTreeMap` or `BTreeSet` in the struct the
+    /// variable is of (every struct of that name that has the field): iterated in key order.
+    pub(super) fn sorted_field(&self, e: &syn::Expr) -> bool {
+        let syn::Expr::Field(f) = strip(e) else {
+            return false;
+        };
+        let (syn::Member::Named(field), Some(owner)) = (&f.member, self.local_type(&f.base)) else {
+            return false;
+        };
+        let declared = self.ix.structs.get(&*owner).into_iter().flatten();
+        let mut types = declared
+            .flat_map(|(_, s)| &s.fields)
+            .filter(|x| x.ident.as_ref() == Some(field))
+            .map(|x| super::types::type_name(&x.ty))
+            .peekable();
+        types.peek().is_some()
+            && types.all(|t| matches!(t.as_deref(), Some("BTreeMap" | "BTreeSet")))
     }
 }
 
