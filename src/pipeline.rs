@@ -292,13 +292,23 @@ impl Analysis {
     fn isolation(&mut self, config: &Config) {
         let files = &self.program.files;
         let cockroach = || {
-            let mut paths = self.sql.iter().map(|&f| config.relative(&files[f].path));
-            paths.any(|p| extract::dialects::is_cockroach(&p))
+            // A test suite's SQL says nothing of the database the code runs on.
+            let mut sql = self.sql.iter().copied();
+            sql.find(|&f| {
+                let path = &files[f].path;
+                !config.is_test_path(path)
+                    && extract::dialects::is_cockroach(&config.relative(path))
+            })
         };
         let level = match config.isolation {
             Some(i) => i.level(),
-            None if cockroach() => model::Isolation::Serializable,
-            None => return,
+            None => match cockroach() {
+                Some(file) => {
+                    self.program.cockroach = Some(file);
+                    model::Isolation::Serializable
+                }
+                None => return,
+            },
         };
         self.program.default_isolation(level);
     }

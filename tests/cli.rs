@@ -201,6 +201,37 @@ fn config_turns_rules_off_and_sets_mode() {
     );
 }
 
+/// A run that assumes the database's default isolation from its SQL says so in its summary;
+/// the configuration's own setting needs no word.
+#[test]
+fn cockroach_default_isolation_is_said() {
+    let d = Dir::new("cockroach-isolation");
+    d.write(
+        "schema/crdb/dbinit.sql",
+        "CREATE TABLE t (id INT8 PRIMARY KEY);\n",
+    );
+    d.write("q.sql", "SELECT 1;\n");
+    let o = txlint(d.path(), &["check"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("SERIALIZABLE unless they set a level")
+            && out.contains("schema/crdb/dbinit.sql"),
+        "{out}"
+    );
+    d.write("txlint.toml", "isolation = \"read-committed\"\n");
+    let out = stdout(&txlint(d.path(), &["check"]));
+    assert!(!out.contains("SERIALIZABLE"), "{out}");
+    // A test suite's CockroachDB files say nothing of the database the code runs on.
+    let t = Dir::new("cockroach-tests");
+    t.write(
+        "tests/crdb/setup.sql",
+        "CREATE TABLE t (id INT8 PRIMARY KEY);\n",
+    );
+    t.write("q.sql", "SELECT 1;\n");
+    let out = stdout(&txlint(t.path(), &["check"]));
+    assert!(!out.contains("SERIALIZABLE"), "{out}");
+}
+
 #[test]
 fn json_to_output_file() {
     let d = Dir::new("json");

@@ -35,6 +35,9 @@ pub struct Program {
     /// Calls that send SQL txlint could not read (see `extract::Extracted`), in
     /// file order.
     pub unread_sql: Vec<Span>,
+    /// The CockroachDB file the run's transactions were assumed SERIALIZABLE from (see
+    /// [`Program::default_isolation`]), when the configuration does not say.
+    pub cockroach: Option<crate::source::FileId>,
     /// The units writing each table, each with the lock it writes under (built on the first
     /// [`Program::alone`] question, once units are done).
     writers: std::sync::OnceLock<alone::Writers>,

@@ -307,6 +307,12 @@ pub fn summary(run: &Run) -> String {
             plural(unread, "query call")
         ));
     }
+    if let Some(f) = run.program.cockroach.and_then(|f| run.program.files.get(f)) {
+        aside.push(format!(
+            "transactions at SERIALIZABLE unless they set a level: {} is CockroachDB's",
+            f.display
+        ));
+    }
     if s.rust_skipped > 0 {
         aside.push(format!(
             "{} with no SQL or handle, not parsed",
