@@ -109,26 +109,6 @@ pub enum BackgroundJobs {
     Replicated,
 }
 
-/// `isolation`: the database's default transaction isolation level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DefaultIsolation {
-    ReadCommitted,
-    RepeatableRead,
-    Serializable,
-}
-
-impl DefaultIsolation {
-    pub fn level(self) -> crate::model::Isolation {
-        use crate::model::Isolation;
-        match self {
-            DefaultIsolation::ReadCommitted => Isolation::ReadCommitted,
-            DefaultIsolation::RepeatableRead => Isolation::RepeatableRead,
-            DefaultIsolation::Serializable => Isolation::Serializable,
-        }
-    }
-}
-
 /// `[[overrides]]`: another dialect or `sql.mode` for the `.sql` files matching `paths`
 /// (migrations that a tool wraps in a transaction, sqlc query files, a MySQL folder).
 #[derive(Debug, Deserialize)]
@@ -175,7 +155,7 @@ pub struct Config {
     /// `default_transaction_isolation`). Unset: READ COMMITTED, PostgreSQL's default, unless
     /// the run's SQL is CockroachDB's (see `extract::dialects::is_cockroach`): SERIALIZABLE.
     #[serde(default)]
-    pub isolation: Option<DefaultIsolation>,
+    pub isolation: Option<crate::model::Isolation>,
     /// Run the core rules on test code too (`#[test]` functions, `#[cfg(test)]` modules, files
     /// under `tests/` and `benches/`, SQL files under a folder named for tests; see
     /// [`Config::is_test_path`]). Off by default: tests run one at a time on scratch

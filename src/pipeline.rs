@@ -301,7 +301,7 @@ impl Analysis {
             })
         };
         let level = match config.isolation {
-            Some(i) => i.level(),
+            Some(level) => level,
             None => match cockroach() {
                 Some(file) => {
                     self.program.cockroach = Some(file);

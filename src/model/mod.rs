@@ -317,7 +317,9 @@ pub enum Executor {
     Unknown,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// Also the configuration's `isolation` (`read-committed`, `repeatable-read`, `serializable`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Isolation {
     ReadCommitted,
     RepeatableRead,

@@ -258,8 +258,8 @@ impl<'a> Index<'a> {
                 .flat_map(types::type_args)
                 .filter_map(|a| self.handle_structs.get(&types::type_name(a)?)?.1)
                 .collect();
-            if let [one] = named.into_iter().collect::<Vec<_>>()[..] {
-                f.dialect = Some(one);
+            if named.len() == 1 {
+                f.dialect = named.first().copied();
             }
         }
     }

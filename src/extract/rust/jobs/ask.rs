@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::Key;
-use super::scan::{Func, Graph, Site};
+use super::scan::{Func, Graph, Site, TimerLoop};
 use super::whole::Whole;
 use crate::source::{FileId, Span};
 
@@ -65,10 +65,8 @@ impl Graph {
     /// `caller` runs one at a time, the site's runs and the loop's follow one another.
     fn lead_of(&self, caller: usize, site: &Site) -> Option<Span> {
         let f = &self.fns[caller];
-        let mut leads = f.leads.iter().filter(|_| !f.drains);
-        leads
-            .find(|(_, lead)| lead.contains(site.at))
-            .map(|(at, _)| *at)
+        let mut loops = f.loops.iter().filter(|_| !f.drains);
+        loops.find(|l| l.before(site.at)).map(|l| l.at)
     }
 
     /// Functions named `name` run one at a time: no path from a function nothing calls
@@ -189,15 +187,8 @@ impl Graph {
         ((f.name.clone(), package), f.owner)
     }
 
-    /// What the timer loops of functions that drain no channel run before them (see
-    /// [`Func::leads`]).
-    pub(super) fn leads(&self) -> Vec<(Span, Span)> {
-        let quiet = self.fns.iter().filter(|f| !f.drains);
-        quiet.flat_map(|f| &f.leads).copied().collect()
-    }
-
     /// The timer loops of functions that drain no channel.
-    pub(super) fn loops(&self) -> Vec<(Span, Span)> {
+    pub(super) fn loops(&self) -> Vec<TimerLoop> {
         let quiet = self.fns.iter().filter(|f| !f.drains);
         quiet.flat_map(|f| &f.loops).copied().collect()
     }

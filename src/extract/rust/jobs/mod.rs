@@ -233,12 +233,8 @@ pub(super) struct Jobs {
     once: HashSet<Span>,
     /// Those that only test code calls (see [`Graph::callers`]).
     tests_only: HashSet<Span>,
-    /// The timer loops of functions that drain no channel: the keyword, and the loop from it
-    /// to the end of its body.
-    loops: Vec<(Span, Span)>,
-    /// Of those loops, the ones whose block runs nothing beside them: the keyword, and the
-    /// block from its start to the keyword (what runs before the loop's first turn).
-    leads: Vec<(Span, Span)>,
+    /// The timer loops of functions that drain no channel.
+    loops: Vec<scan::TimerLoop>,
     /// What runs side by side with other runs of itself: the arguments of a `spawn` in a loop,
     /// of a `map` in a `join_all`.
     side_by_side: Vec<Span>,
@@ -264,8 +260,7 @@ impl Jobs {
                     return Err(());
                 }
                 if found.is_none() {
-                    let mut regions = self.loops.iter().chain(&self.leads);
-                    found = regions.find(|(_, l)| l.contains(at)).map(|(k, _)| *k);
+                    found = self.loops.iter().find(|l| l.runs(at)).map(|l| l.at);
                 }
                 Ok(())
             })
@@ -300,7 +295,6 @@ fn find(
     }
     let mut jobs = Jobs {
         loops: graph.loops(),
-        leads: graph.leads(),
         side_by_side: graph.side_by_side.clone(),
         ..Jobs::default()
     };
@@ -377,7 +371,6 @@ fn find(
         |(n, unit): &&AskedUnit| read.contains(n) && graph.callers(n, *unit) == Callers::Tests;
     jobs.tests_only = names.iter().filter(only_tests).map(|(_, u)| *u).collect();
     jobs.loops = graph.loops();
-    jobs.leads = graph.leads();
     jobs.side_by_side = graph.side_by_side;
     jobs.calls_at = graph.calls_at;
     jobs

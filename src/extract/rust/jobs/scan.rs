@@ -58,14 +58,35 @@ pub(super) struct Func {
     pub(super) owner: Option<u32>,
     /// Receives from a channel.
     pub(super) drains: bool,
-    /// Its own timer loops: the keyword, and the loop to the end of its body.
-    pub(super) loops: Vec<(Span, Span)>,
-    /// Of its timer loops, those whose block runs nothing beside them before them: the
-    /// keyword, and the block from its start to the keyword (see [`Graph::lead_of`]).
-    pub(super) leads: Vec<(Span, Span)>,
+    /// Its own timer loops.
+    pub(super) loops: Vec<TimerLoop>,
     /// Its parameters and the names its `let`s bind so far (`let start = Instant::now()`):
     /// a later mention of one that is no call is the variable, not a function passed on.
     locals: Vec<String>,
+}
+
+/// A loop woken by a timer, in a function.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TimerLoop {
+    /// The keyword (`loop`, `while`).
+    pub(super) at: Span,
+    /// The loop to the end of its body.
+    pub(super) whole: Span,
+    /// What the loop's block runs before it, from the block's start to the keyword, when the
+    /// block runs nothing beside the loop: that runs before the loop's first turn.
+    pub(super) lead: Option<Span>,
+}
+
+impl TimerLoop {
+    /// `site` runs in the loop, or before its first turn.
+    pub(super) fn runs(&self, site: Span) -> bool {
+        self.whole.contains(site) || self.before(site)
+    }
+
+    /// `site` runs before the loop's first turn (see [`TimerLoop::lead`]).
+    pub(super) fn before(&self, site: Span) -> bool {
+        self.lead.is_some_and(|l| l.contains(site))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -383,14 +404,12 @@ impl Scanner<'_> {
             let at = wakes.then(|| self.span(keyword.span()))?;
             if let Some(f) = cx.func {
                 let whole = self.span_between(keyword.span(), trees[b].span());
-                self.graph.fns[f].loops.push((at, whole));
                 // What the loop's block runs before it, one thing after the other, runs
                 // before the loop's first turn.
-                if !runs_beside(&trees[..k], &mut self.budget) {
-                    let lead = self.span_between(trees[0].span(), keyword.span());
-                    self.graph.fns[f].leads.push((at, lead));
-                }
+                let lead = (!runs_beside(&trees[..k], &mut self.budget))
+                    .then(|| self.span_between(trees[0].span(), keyword.span()));
                 self.exhausted |= self.budget == 0;
+                self.graph.fns[f].loops.push(TimerLoop { at, whole, lead });
             }
             Some(at)
         });
@@ -599,7 +618,6 @@ impl Scanner<'_> {
             owner: cx.owner,
             drains: false,
             loops: Vec::new(),
-            leads: Vec::new(),
             locals: trees[k + 2..b].iter().flat_map(parameters).collect(),
         });
         // A function declared inside a loop is not run by it.

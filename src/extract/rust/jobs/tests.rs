@@ -223,7 +223,7 @@ fn statements_in_a_timer_loop_of_a_function_run_once_are_a_job() {
         |_| vec![asked("purge", 0)],
     );
     assert!(jobs.once.contains(&asked("purge", 0).1));
-    let [(kw, whole)] = jobs.loops[..] else {
+    let [scan::TimerLoop { at: kw, whole, .. }] = jobs.loops[..] else {
         panic!("one loop expected: {:?}", jobs.loops);
     };
     assert_eq!(kw, at(text, "loop"));
