@@ -67,10 +67,12 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
 /// A lock taken earlier in the transaction, on every path to `step`, that every run of this
 /// code which could conflict with another at `step` takes first on the same key: a
 /// transaction-scoped advisory lock, `LOCK TABLE`, or an exclusive row lock (`FOR UPDATE`, an
-/// `UPDATE`) of a row named by constants or by values `step` uses too (the parent of the rows
-/// it locks; by a unique key of its table, whatever else its `WHERE` tests), a row of the table
+/// `UPDATE`, an upsert by its conflict key) of a row named by constants or by values `step` uses
+/// too (the parent of the rows it locks; by a unique key of its table, whatever else its `WHERE`
+/// tests), a row of the table
 /// `step`'s table refers to by a foreign key, or the rows themselves locked first in key order.
-/// Whatever the statements after it lock, two such runs cannot interleave there. A `DELETE` is no guard: with no row to delete it locks nothing.
+/// Whatever the statements after it lock, two such runs cannot interleave there. A `DELETE` is
+/// no guard: with no row to delete it locks nothing.
 fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
     let used: Vec<String> = step
         .host()
@@ -132,6 +134,22 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
                         })
                 })
         };
+        // An upsert takes its row by the conflict target's values whether it inserts or
+        // updates, also when its `DO UPDATE .. WHERE` fails (the row is locked before the
+        // condition is tested): the parent row written first by a key `step` uses.
+        let upserted = || {
+            let on = &f.extra().conflict_on;
+            f.kind == StmtKind::Insert
+                && f.upsert
+                && !on.is_empty()
+                && on.iter().all(|c| {
+                    f.inserts.iter().any(|(n, o)| {
+                        n == c
+                            && !(o.params.is_empty() && o.idents.is_empty())
+                            && used.contains(&value_key(o, g))
+                    })
+                })
+        };
         // The rows themselves locked up front in key order (`.. ORDER BY id FOR UPDATE`).
         let up_front = f.row_locks.iter().any(|l| l.ordered)
             && touched
@@ -140,6 +158,7 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
         f.extra().advisory.iter().any(AdvisoryCall::takes_xact_lock)
             || f.extra().table_lock.is_some()
             || (exclusive && (keyed || pinned() || parent_of_rows()))
+            || upserted()
             || up_front
     })
 }
