@@ -74,7 +74,16 @@ impl<'a> Walker<'a, '_> {
         // of the run on its own handle-holding type (`db.query_one(sql, ..)` of a wrapper that
         // forwards to its transaction) is walked instead, on the handle it holds.
         let configured = self.ix.config.rust.query_functions.contains(&name);
+        // A statement a driver built (`sqlx::query_as(..)`) handed to a handle's method that
+        // no driver names (a project's `tx.fetch_one_as(query)` over its own transaction
+        // trait): the handle runs it; what else would a handle do with a statement?
+        let handed = matches!(receiver, Value::Handle(_))
+            && !of_run
+            && arg_sql.as_ref().is_some_and(|s| s.prepared)
+            && m.args.len() == 1
+            && !drivers::is_known(&name);
         let sink = configured
+            || handed
             || drivers::is(&name, Role::Sends)
                 && !of_run
                 && (matches!(receiver, Value::Handle(_))

@@ -284,6 +284,11 @@ pub(super) fn is(name: &str, role: Role) -> bool {
         .is_some_and(|bits| bits & (1 << role as u16) != 0)
 }
 
+/// Whether some driver gives the method or function `name` any role.
+pub(super) fn is_known(name: &str) -> bool {
+    Role::EVERY.into_iter().any(|r| is(name, r))
+}
+
 /// The macro `name` holds SQL: the index of that argument, and whether it names a file.
 pub(super) fn sql_macro(name: &str) -> Option<(usize, bool)> {
     ALL.iter()

@@ -107,6 +107,7 @@ fn methods_have_the_roles_their_drivers_give_them() {
     assert!(is("run", Role::Lends) && !is("run", Role::Sends));
     assert!(is("sql_query", Role::Starts) && is("establish", Role::Connects));
     assert!(!is("send", Role::Sends) && !is("unknown", Role::Begins));
+    assert!(is_known("commit") && is_known("get_owned") && !is_known("fetch_one_as"));
     assert_eq!(sql_macro("query_as"), Some((1, false)));
     assert_eq!(sql_macro("query_file"), Some((0, true)));
     assert_eq!(sql_macro("format"), None);
