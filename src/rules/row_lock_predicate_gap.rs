@@ -96,6 +96,19 @@ fn inserts_key(insert: &Step, lock: &Step) -> bool {
         })
 }
 
+/// The insert sets a column the lock looked its row up by to another value (`SELECT .. WHERE
+/// card_id = $parent FOR UPDATE`, then `INSERT .. (card_id) VALUES ($new)`): the row it adds
+/// is not one the lock could have found, so the lock's gap is not what it relies on.
+fn inserts_other_row(insert: &Step, lock: &Step) -> bool {
+    lock.facts.filters.iter().any(|p| {
+        insert
+            .facts
+            .inserts
+            .iter()
+            .any(|(c, o)| *c == p.column && value_key(o, insert) != value_key(&p.value, lock))
+    })
+}
+
 /// Every table the lock takes rows of is one no other transaction can see there (temporary, or
 /// created earlier in this transaction): no other one can insert the row it did not find.
 fn private(flow: &Flow, l: &At, lock: &RowLock) -> bool {
@@ -116,7 +129,8 @@ fn locked_tables(step: &Step, lock: &RowLock) -> Vec<String> {
 }
 
 /// `SELECT ... WHERE key FOR UPDATE`, then `INSERT` into that table: nothing to lock when no
-/// row exists, so two transactions both insert. Not an insert run once per locked row (in a
+/// row exists, so two transactions both insert. Not an insert of another key than the one
+/// looked up (see [`inserts_other_row`]). Not an insert run once per locked row (in a
 /// loop over what the lock returned): with no row it does not run. Nor one after a lock whose
 /// call fails when it finds no row and whose error leaves before the insert
 /// (`.fetch_one(&mut *tx).await?`, also inside a transaction's closure or through a helper):
@@ -143,6 +157,7 @@ fn check_then_insert(
                 .any(|t| tables.iter().any(|x| *x == *t.name))
             && !per_row(a)
             && !unit.fails_before(l.step, a.step)
+            && !inserts_other_row(a.step, l.step)
     })?;
     let table = &w.step.facts.writes.first()?.name;
     let key: Vec<String> = l
