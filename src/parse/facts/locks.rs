@@ -288,7 +288,13 @@ impl Reader<'_> {
                 .find(|(n, ..)| n.eq_ignore_ascii_case(name))
             {
                 let close = c.close(i + 1);
-                let args = c.t[i + 1].end()..c.t[close].start().max(c.t[i + 1].end());
+                // MySQL's `GET_LOCK(name, timeout)` is keyed by its name alone, as
+                // `RELEASE_LOCK(name)` is: the timeout is no part of the key.
+                let end = match function {
+                    "get_lock" => c.top_level_comma(i + 1, close).unwrap_or(close),
+                    _ => close,
+                };
+                let args = c.t[i + 1].end()..c.t[end].start().max(c.t[i + 1].end());
                 let key = c.src[args].split_whitespace().collect::<Vec<_>>().join(" ");
                 f.extra_mut().advisory.push(AdvisoryCall {
                     function: function.to_string(),

@@ -84,6 +84,21 @@ impl Cursor<'_> {
         }
         self.t.len().saturating_sub(1)
     }
+    /// Index of the first `,` between the `(` at `open` and its `)` at `close` that is not
+    /// nested in another pair.
+    fn top_level_comma(&self, open: usize, close: usize) -> Option<usize> {
+        let mut depth = 0usize;
+        for i in open + 1..close {
+            if self.punct(i, "(") {
+                depth += 1;
+            } else if self.punct(i, ")") {
+                depth = depth.saturating_sub(1);
+            } else if depth == 0 && self.punct(i, ",") {
+                return Some(i);
+            }
+        }
+        None
+    }
     /// A possibly qualified name at `i`: (last component normalised, index after the name).
     fn name(&self, i: usize) -> Option<(String, usize)> {
         let mut i = i;
