@@ -61,13 +61,16 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
                     continue;
                 }
                 // Only a pool-owned session goes back to serve other requests with the lock; a
-                // session handed in by the caller may be unlocked there.
-                if session.kind != Executor::PooledConnection || session.acquired.is_none() {
-                    continue;
-                }
-                if let Some(d) = unlock_problem(unit, &steps, step, session, lock, &call) {
-                    out.push(d);
-                }
+                // session handed in by the caller may be unlocked there, unless this function
+                // unlocks it itself and an early return skips that (see [`callers_lock_kept`]).
+                let found = match (session.kind, session.acquired) {
+                    (Executor::PooledConnection, Some(_)) => {
+                        unlock_problem(unit, &steps, step, session, lock, &call)
+                    }
+                    (_, None) => callers_lock_kept(unit, &steps, step, lock, &call),
+                    _ => None,
+                };
+                out.extend(found);
             }
         }
     }
@@ -258,9 +261,63 @@ fn unlock_problem(
                 .help("unlock on every path, for example in a block that runs whether the work succeeded or not"),
         );
     };
-    // An early exit between lock and unlock that no unlock on its own path precedes. An exit
-    // on the lock's own failure (`?` on it, `if let Err(e) = lock {..}`, `let Ok(_) = lock
-    // else {..}`) leaves without the lock.
+    let Some(exit) = early_exit(unit, steps, lock_step, lock, &same, final_unlock) else {
+        return dropped_while_held(unit, steps, (lock_step, lock), session, final_unlock, call);
+    };
+    Some(
+        base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"), Some(final_unlock))
+            .label(exit.span, "returns without unlocking")
+            .label(final_unlock.span, "unlocked only when this is reached")
+            .help("unlock before every early return (or map the error, unlock, then return it), or use `pg_advisory_xact_lock` inside a transaction"),
+    )
+}
+
+/// A session lock taken on a connection the caller handed in, that this function unlocks
+/// itself on every path that reaches its unlock, but an early return between the two skips:
+/// the function owns the lock's lifetime (its callers do not know the key and never unlock
+/// it), so on that return the caller's connection keeps the lock, and goes back to its pool
+/// with it when it is a pooled one. A function that only locks (a lock helper) leaves the
+/// unlock to its callers and is judged there.
+fn callers_lock_kept(
+    unit: &Unit,
+    steps: &[(&Step, Executor)],
+    lock_step: &Step,
+    lock: &AdvisoryCall,
+    call: &str,
+) -> Option<Diagnostic> {
+    let same: Vec<&Step> = unlocks_after(steps, lock_step, lock)
+        .filter(|s| s.session == lock_step.session)
+        .collect();
+    let final_unlock = *same
+        .iter()
+        .find(|u| on_every_path_of(&u.branch, &lock_step.branch))?;
+    let exit = early_exit(unit, steps, lock_step, lock, &same, final_unlock)?;
+    let d = Diagnostic::new(
+        &RULE,
+        lock.span,
+        format!("`{call}` is not unlocked when the function returns early here, so the caller's connection keeps the lock (a pooled one goes back to the pool with it) and nothing that knows the key will unlock it"),
+    )
+    .in_step(lock_step)
+    .about(Race::SessionLockOnPool, &[(unit, lock_step)]);
+    Some(
+        composed_at(d, lock_step, Some(final_unlock))
+            .label(exit.span, "returns without unlocking")
+            .label(final_unlock.span, "unlocked only when this is reached")
+            .help("unlock before every early return (or keep the result, unlock, then return it), or use `pg_advisory_xact_lock` inside a transaction"),
+    )
+}
+
+/// An early exit between `lock_step` and `final_unlock` that no unlock on its own path
+/// precedes. An exit on the lock's own failure (`?` on it, `if let Err(e) = lock {..}`,
+/// `let Ok(_) = lock else {..}`) leaves without the lock.
+fn early_exit<'u>(
+    unit: &'u Unit,
+    steps: &[(&Step, Executor)],
+    lock_step: &Step,
+    lock: &AdvisoryCall,
+    same: &[&Step],
+    final_unlock: &Step,
+) -> Option<&'u Exit> {
     let failed = |branch: &[usize]| {
         unit.conditions
             .iter()
@@ -278,8 +335,7 @@ fn unlock_problem(
                     && !steps.iter().any(|(s, _)| s.branch.contains(&c.branch))
             })
     };
-    let exit = unit
-        .exits_between(lock_step.seq, final_unlock.seq)
+    unit.exits_between(lock_step.seq, final_unlock.seq)
         .find(|e| {
             e.owner != Some(lock_step.seq)
                 && !failed(&e.branch)
@@ -287,16 +343,7 @@ fn unlock_problem(
                 && !same
                     .iter()
                     .any(|u| u.seq < e.seq && on_every_path_of(&u.branch, &e.branch))
-        });
-    let Some(exit) = exit else {
-        return dropped_while_held(unit, steps, (lock_step, lock), session, final_unlock, call);
-    };
-    Some(
-        base(format!("`{call}` is not unlocked when the function returns early here, so the lock goes back to the pool with the connection"), Some(final_unlock))
-            .label(exit.span, "returns without unlocking")
-            .label(final_unlock.span, "unlocked only when this is reached")
-            .help("unlock before every early return (or map the error, unlock, then return it), or use `pg_advisory_xact_lock` inside a transaction"),
-    )
+        })
 }
 
 /// Unlocked on every path, but by hand, after other work the `async` function awaits while it
