@@ -299,6 +299,11 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(kind) = generics::generic_executor(sig, ty) {
             return Value::Handle(self.handle_of_kind(kind));
         }
+        if let Some(kind) = generics::associated_handle(sig, ty) {
+            let h = self.handle_of_kind(kind);
+            self.inherit(h);
+            return Value::Handle(h);
+        }
         if let Some(h) = generics::generic_target(sig, ty).and_then(|t| self.typed(t)) {
             return Value::Handle(h);
         }
@@ -345,6 +350,26 @@ impl<'a, 'w> Walker<'a, 'w> {
         if self.shared.ambiguous.is_none() && !each.is_empty() {
             let all = each.iter().map(|s| s.to_string()).collect();
             self.shared.ambiguous = Some((t.to_string(), all));
+        }
+        None
+    }
+
+    /// The method `self.name(..)` reaches in a default method of trait `owner` when the trait
+    /// declares it without a body (see [`super::index::Index::implemented`]): the one implementation, or of
+    /// several the one this walk was given, the same `impl`'s type for every such call (each
+    /// is walked in turn, as for [`Walker::implementor`]); else none, and the walk says which.
+    pub(super) fn implemented_method(&mut self, name: &str, owner: &str) -> Option<usize> {
+        let found = self.ix.implemented(name, owner, self.test);
+        if let [(_, only)] = found.as_slice() {
+            return Some(*only);
+        }
+        let key = format!("impl {owner}");
+        if let Some((_, chosen)) = self.shared.chosen.iter().find(|(c, _)| *c == key) {
+            return found.iter().find(|(w, _)| w == chosen).map(|&(_, i)| i);
+        }
+        if self.shared.ambiguous.is_none() && !found.is_empty() {
+            let all = found.into_iter().map(|(w, _)| w).collect();
+            self.shared.ambiguous = Some((key, all));
         }
         None
     }

@@ -322,7 +322,10 @@ impl<'a> Walker<'a, '_> {
     ) -> Value {
         let given_handle = args.iter().any(|a| matches!(a, Value::Handle(_)));
         let method = match &receiver {
-            Value::Object(owner) => self.ix.method(name, owner),
+            Value::Object(owner) => self
+                .ix
+                .method(name, owner)
+                .or_else(|| self.implemented_method(name, &owner.clone())),
             Value::Handle(_) => self.ix.handle_method(name),
             // `persist.create(conn)` on `let persist = NewCrate { .. }`.
             _ if given_handle => self

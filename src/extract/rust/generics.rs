@@ -12,6 +12,40 @@ pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor
         .then_some(Executor::Unknown)
 }
 
+/// A driver's associated handle type of a generic database (see
+/// [`drivers::associated`](super::drivers::associated)): `<DB as Database>::Connection`, or
+/// `DB::Connection` with `DB: Database` among the function's bounds.
+pub fn associated_handle(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor> {
+    let syn::Type::Path(p) = peel_references(ty) else {
+        return None;
+    };
+    let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+    let (last, before) = segments.split_last()?;
+    let name = last.ident.to_string();
+    let traits: Vec<String> = match (&p.qself, before) {
+        (Some(q), _) if q.position > 0 => vec![segments[q.position - 1].ident.to_string()],
+        (None, [param]) => {
+            let param = syn::Type::Path(syn::TypePath {
+                qself: None,
+                path: param.ident.clone().into(),
+            });
+            trait_names(generic_bounds(sig, &param))
+        }
+        _ => return None,
+    };
+    traits
+        .iter()
+        .find_map(|t| super::drivers::associated(t, &name))
+}
+
+fn peel_references(ty: &syn::Type) -> &syn::Type {
+    match ty {
+        syn::Type::Reference(r) => peel_references(&r.elem),
+        syn::Type::Paren(p) => peel_references(&p.elem),
+        t => t,
+    }
+}
+
 /// The traits a parameter's type is known only by: the bounds of the generic parameter it
 /// names (`&R` with `R: Accounts`), `impl Accounts`, `&dyn Accounts`, `Arc<dyn Accounts>`.
 pub fn bound_traits(sig: &syn::Signature, ty: &syn::Type) -> Vec<String> {
@@ -206,6 +240,32 @@ mod tests {
         );
         assert_eq!(target("fn f<C: Clone>(c: C) {}"), None);
         assert_eq!(target("fn f(c: PgConnection) {}"), None);
+    }
+
+    #[test]
+    fn a_generic_databases_connection_is_a_connection() {
+        let kind = |f: &str| {
+            let (sig, ty) = first_param(f);
+            associated_handle(&sig, &ty)
+        };
+        let conn = Some(Executor::Connection);
+        assert_eq!(kind("fn f(c: &mut <DB as Database>::Connection) {}"), conn);
+        assert_eq!(
+            kind("fn f(c: &mut <DB as sqlx::Database>::Connection) {}"),
+            conn
+        );
+        assert_eq!(kind("fn f<DB: Database>(c: &mut DB::Connection) {}"), conn);
+        assert_eq!(
+            kind("fn f<DB>(c: &mut DB::Connection) where DB: Database {}"),
+            conn
+        );
+        assert_eq!(kind("fn f<DB: Clone>(c: &mut DB::Connection) {}"), None);
+        assert_eq!(
+            kind("fn f(c: &mut <M as ManageConnection>::Connection) {}"),
+            None
+        );
+        assert_eq!(kind("fn f(c: &mut <DB as Database>::Row) {}"), None);
+        assert_eq!(kind("fn f(c: &mut Connection) {}"), None);
     }
 
     #[test]

@@ -341,6 +341,32 @@ impl<'a> Index<'a> {
         methods.clone().find(own).or_else(|| methods.find(default))
     }
 
+    /// `self.name(..)` in a default method of trait `owner`, `name` declared in no body of
+    /// the trait (a required method, also of a supertrait): the methods `name` of the types
+    /// implementing `owner`, grouped by the `impl`'s type as written (`Migrator<Postgres>`,
+    /// `Migrator<MySql>`: one generic type implemented once per database), in index order.
+    /// Test code's only for a test's walk.
+    pub(super) fn implemented(&self, name: &str, owner: &str, test: bool) -> Vec<(String, usize)> {
+        let (Some(types), Some(methods)) = (self.trait_impls.get(owner), self.by_name.get(name))
+        else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for &i in methods {
+            let f = &self.fns[i];
+            let Some(ty) = f.owner else { continue };
+            let of_implementor = types::type_name(ty).is_some_and(|n| types.contains(&n));
+            if f.sig.receiver().is_none() || !of_implementor || (f.test && !test) {
+                continue;
+            }
+            let written = quote::ToTokens::to_token_stream(ty).to_string();
+            if !out.iter().any(|(w, _)| *w == written) {
+                out.push((written, i));
+            }
+        }
+        out
+    }
+
     /// The method `name` implemented on a handle type (`impl Counters for PgPool`) or on a
     /// wrapper of one (`impl Tx { fn commit(self) }`).
     pub(super) fn handle_method(&self, name: &str) -> Option<usize> {

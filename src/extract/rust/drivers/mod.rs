@@ -66,6 +66,10 @@ pub(super) struct Driver {
     /// Attributes that make a struct of the project a pool of the handle it holds, the struct
     /// (its request guard) one connection taken from it (Rocket's `#[database("..")]`).
     pub pool_attributes: &'static [&'static str],
+    /// Associated types of its traits that are handles, for code generic over the database
+    /// (sqlx's `<DB as Database>::Connection`): the trait, the type, its kind. Such a handle
+    /// shares its caller's transactions (`&mut *tx` gives one).
+    pub associated: &'static [(&'static str, &'static str, Executor)],
 }
 
 impl Driver {
@@ -79,6 +83,7 @@ impl Driver {
         methods: Methods::NONE,
         macros: &[],
         pool_attributes: &[],
+        associated: &[],
     };
 }
 
@@ -324,6 +329,14 @@ fn handle_type(name: &str, qualified: &[String]) -> Option<&'static Type> {
         .or_else(|| rows().find(|(d, t)| t.from.is_empty() && through(d)))
         .or_else(|| rows().find(|(_, t)| t.from.is_empty() && t.dialect.is_some()))
         .map(|(_, t)| t)
+}
+
+/// The kind of handle a driver's trait `of` names as its associated type `name`.
+pub(super) fn associated(of: &str, name: &str) -> Option<Executor> {
+    ALL.iter()
+        .flat_map(|d| d.associated)
+        .find(|&&(t, n, _)| t == of && n == name)
+        .map(|&(.., kind)| kind)
 }
 
 /// Whether a driver has a handle type named `name`.

@@ -88,6 +88,7 @@ pub(super) const SQLX: Driver = Driver {
         connects: &["connect", "connect_lazy", "connect_with"],
         ..Methods::NONE
     },
+    associated: &[("Database", "Connection", Connection)],
     macros: &[
         ("query", 0, false),
         ("query_unchecked", 0, false),
