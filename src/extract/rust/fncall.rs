@@ -63,7 +63,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// Hold a closure for the function it is handed to (see [`Value::Closure`]).
-    fn hold(&mut self, c: &syn::ExprClosure) -> Value {
+    pub(super) fn hold(&mut self, c: &syn::ExprClosure) -> Value {
         self.closures.push(Held {
             closure: std::rc::Rc::new(c.clone()),
             vars: self.vars.clone(),

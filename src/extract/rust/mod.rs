@@ -191,8 +191,10 @@ struct Walker<'a, 'w> {
     guarded: HashMap<usize, crate::model::Name>,
     /// Values returned by the functions being walked in place, innermost last.
     returned: Vec<Vec<Value>>,
-    /// Closures handed to functions of the run (see [`Value::Closure`]).
+    /// Closures handed to functions of the run, or bound by a `let` (see [`Value::Closure`]).
     closures: Vec<Held>,
+    /// The closures `let`s bound in the blocks being walked (see [`Walker::let_closure`]).
+    let_closures: Vec<usize>,
     seq: usize,
     message: usize,
     branch: Vec<usize>,

@@ -27,6 +27,7 @@ impl<'a, 'w> Walker<'a, 'w> {
             guarded: HashMap::new(),
             returned: Vec::new(),
             closures: Vec::new(),
+            let_closures: Vec::new(),
             seq: 0,
             message: 0,
             branch: Vec::new(),
@@ -170,6 +171,7 @@ impl<'a, 'w> Walker<'a, 'w> {
         let mut tail = Value::None;
         // The function's own body, not a block in it nor a helper's.
         let top = matches!(&self.stack[..], [f] if std::ptr::eq(block, self.ix.fns[*f].block));
+        let let_closures = self.let_closures.len();
         for stmt in &block.stmts {
             match stmt {
                 syn::Stmt::Expr(e, None) => {
@@ -182,6 +184,10 @@ impl<'a, 'w> Walker<'a, 'w> {
                 self.note_held(stmt);
             }
         }
+        // A closure a `let` bound and nothing called nor handed on is walked where its scope
+        // ends, as a branch: its statements are not lost.
+        let unran = self.let_closures.split_off(let_closures);
+        self.run_unran(&unran);
         // Transactions opened in this block and still open are rolled back when dropped here,
         // unless the block gives them away: its value or a `return` is the handle, or a struct
         // of the run built around it (`Ok(Self { transaction })`).
@@ -258,6 +264,7 @@ impl<'a, 'w> Walker<'a, 'w> {
 
     pub(super) fn stmt(&mut self, stmt: &syn::Stmt) {
         match stmt {
+            syn::Stmt::Local(local) if self.let_closure(local) => {}
             syn::Stmt::Local(local) => {
                 let value = match &local.init {
                     Some(init) => {
@@ -310,6 +317,27 @@ impl<'a, 'w> Walker<'a, 'w> {
             }
             syn::Stmt::Item(_) => {}
         }
+    }
+
+    /// `let bump = |conn: &mut PgConnection| async move { .. };`: the closure is held, and its
+    /// body walked where it is called (`bump(&mut tx)`), on the handles given there, or where
+    /// it is handed on; whether the `let` was such a binding.
+    fn let_closure(&mut self, local: &syn::Local) -> bool {
+        let (syn::Pat::Ident(_), Some(init)) = (&local.pat, &local.init) else {
+            return false;
+        };
+        let syn::Expr::Closure(c) = &*init.expr else {
+            return false;
+        };
+        if init.diverge.is_some() || c.inputs.is_empty() {
+            return false;
+        }
+        let held = self.hold(c);
+        if let Value::Closure(k) = held {
+            self.let_closures.push(k);
+        }
+        self.bind(&local.pat, held);
+        true
     }
 
     /// A value with no meaning of its own is data if it is computed from query results.
