@@ -168,6 +168,29 @@ fn opposite_order(first: [&str; 2], second: [&str; 2]) {
     assert_eq!(errors, ["40P01"], "a: {rb:?}, b: {ra:?}");
 }
 
+/// One task, two sessions: its transaction holds a row and, before committing, it updates the
+/// row on another connection. That session waits for the first, which is idle in its
+/// transaction and waits for nothing PostgreSQL can see: no deadlock is detected, however long
+/// past `deadlock_timeout` (100 ms here) it waits, and only the first session's end frees it.
+#[test]
+fn lock_order_wait_for_own_transaction_is_no_detected_deadlock() {
+    let db = db(ACCOUNTS);
+    let (mut tx, mut other) = (db.session(), db.session());
+    tx.run("BEGIN");
+    tx.run("UPDATE accounts SET balance = balance - 1 WHERE id = 1");
+    other.send("UPDATE accounts SET balance = balance + 1 WHERE id = 1");
+    db.until_blocked(&other);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    db.until_blocked(&other);
+    tx.run("COMMIT");
+    assert_eq!(
+        other.wait(),
+        "",
+        "the second session is freed by the commit, not by an error"
+    );
+    assert_eq!(balance(&db, 1), "100");
+}
+
 #[test]
 fn lock_order_opposite_row_locks_deadlock() {
     let one = "UPDATE accounts SET balance = balance - 1 WHERE id = 1";

@@ -1,10 +1,12 @@
 //! `lock-order-inversion`: transactions that take the same locks in opposite orders, a
-//! transaction that locks two rows of one table in argument order, and row sets locked in no
-//! particular order.
+//! transaction that locks two rows of one table in argument order, row sets locked in no
+//! particular order, and code that waits on another connection for a row its own open
+//! transaction holds.
 
 mod advisory_set;
 mod cascade;
 mod keys;
+mod own_session;
 mod swapped;
 mod unordered_loop;
 mod upsert;
@@ -50,6 +52,10 @@ pub(super) fn check(cx: &Context, out: &mut Vec<Diagnostic>) {
         .filter(|t| t.tx.guard().is_none() && t.unit.job.is_none())
     {
         self_inversion(cx, &g, t, out);
+    }
+    // One run is enough to wait for itself.
+    for unit in &cx.program.units {
+        own_session::waits_for_itself(unit, out);
     }
     let units = cx.program.units.iter();
     for unit in units.filter(|u| !u.runs_once() && u.job.is_none()) {
