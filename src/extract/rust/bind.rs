@@ -299,7 +299,11 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let Some(kind) = generics::generic_executor(sig, ty) {
             return Value::Handle(self.handle_of_kind(kind));
         }
-        if let Some(kind) = generics::associated_handle(sig, ty) {
+        let outer = self
+            .stack
+            .last()
+            .and_then(|&f| self.ix.fns[f].impl_generics);
+        if let Some(kind) = generics::associated_handle(sig, outer, ty) {
             let h = self.handle_of_kind(kind);
             self.inherit(h);
             return Value::Handle(h);

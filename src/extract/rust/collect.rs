@@ -117,8 +117,11 @@ impl<'a> Visit<'a> for Collector<'a, '_> {
     fn visit_item_trait(&mut self, t: &'a syn::ItemTrait) {
         self.ix.traits.insert(t.ident.to_string());
         let outer = self.in_trait.replace(&t.ident);
+        // A default method's generics in scope are the trait's, as an impl's are its block's.
+        let generics = self.impl_generics.replace(&t.generics);
         syn::visit::visit_item_trait(self, t);
         self.in_trait = outer;
+        self.impl_generics = generics;
     }
     fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
         self.nested(&f.attrs, |c| {

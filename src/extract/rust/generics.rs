@@ -14,8 +14,13 @@ pub fn generic_executor(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor
 
 /// A driver's associated handle type of a generic database (see
 /// [`drivers::associated`](super::drivers::associated)): `<DB as Database>::Connection`, or
-/// `DB::Connection` with `DB: Database` among the function's bounds.
-pub fn associated_handle(sig: &syn::Signature, ty: &syn::Type) -> Option<Executor> {
+/// `DB::Connection` with `DB: Database` among the function's bounds or those of its `impl` or
+/// trait (`outer`).
+pub fn associated_handle(
+    sig: &syn::Signature,
+    outer: Option<&syn::Generics>,
+    ty: &syn::Type,
+) -> Option<Executor> {
     let syn::Type::Path(p) = peel_references(ty) else {
         return None;
     };
@@ -25,11 +30,8 @@ pub fn associated_handle(sig: &syn::Signature, ty: &syn::Type) -> Option<Executo
     let traits: Vec<String> = match (&p.qself, before) {
         (Some(q), _) if q.position > 0 => vec![segments[q.position - 1].ident.to_string()],
         (None, [param]) => {
-            let param = syn::Type::Path(syn::TypePath {
-                qself: None,
-                path: param.ident.clone().into(),
-            });
-            trait_names(generic_bounds(sig, &param))
+            let generics = std::iter::once(&sig.generics).chain(outer);
+            trait_names(generics.flat_map(|g| bounds_in(g, &param.ident)))
         }
         _ => return None,
     };
@@ -246,7 +248,7 @@ mod tests {
     fn a_generic_databases_connection_is_a_connection() {
         let kind = |f: &str| {
             let (sig, ty) = first_param(f);
-            associated_handle(&sig, &ty)
+            associated_handle(&sig, None, &ty)
         };
         let conn = Some(Executor::Connection);
         assert_eq!(kind("fn f(c: &mut <DB as Database>::Connection) {}"), conn);
@@ -266,6 +268,12 @@ mod tests {
         );
         assert_eq!(kind("fn f(c: &mut <DB as Database>::Row) {}"), None);
         assert_eq!(kind("fn f(c: &mut Connection) {}"), None);
+        // Bounded by the trait a default method is written in.
+        let tr: syn::ItemTrait =
+            syn::parse_str("trait Migrate<DB: Database> {}").expect("test trait parses");
+        let (sig, ty) = first_param("fn f(c: &mut DB::Connection) {}");
+        assert_eq!(associated_handle(&sig, Some(&tr.generics), &ty), conn);
+        assert_eq!(associated_handle(&sig, None, &ty), None);
     }
 
     #[test]
