@@ -359,9 +359,10 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 
     /// The method `self.name(..)` reaches in a default method of trait `owner` when the trait
-    /// declares it without a body (see [`super::index::Index::implemented`]): the one implementation, or of
-    /// several the one this walk was given, the same `impl`'s type for every such call (each
-    /// is walked in turn, as for [`Walker::implementor`]); else none, and the walk says which.
+    /// declares it without a body (see [`super::index::Index::implemented`]): the one
+    /// implementation, or of several the one this walk was given, the same `impl`'s type for
+    /// every such call (each is walked in turn, as for [`Walker::implementor`]); else none, and
+    /// the walk says which.
     pub(super) fn implemented_method(&mut self, name: &str, owner: &str) -> Option<usize> {
         let found = self.ix.implemented(name, owner, self.test);
         if let [(_, only)] = found.as_slice() {
