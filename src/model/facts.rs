@@ -361,6 +361,12 @@ pub struct SetFact {
 }
 
 impl Operand {
+    /// Written out in the statement itself (a literal, a call on literals): no parameter, no
+    /// identifier, the same value in every run.
+    pub fn is_literal(&self) -> bool {
+        self.params.is_empty() && self.idents.is_empty()
+    }
+
     fn shrink_to_fit(&mut self) {
         self.params.shrink_to_fit();
         self.idents.shrink_to_fit();

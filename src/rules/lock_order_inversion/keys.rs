@@ -70,7 +70,7 @@ pub(super) fn held_since_returned(tx: &Transaction, step: &Step) -> bool {
 
 /// The table whose rows `step` holds once it ran: the one it inserts into, updates or deletes
 /// from, or the one it reads `FOR UPDATE`.
-fn locked_table(step: &Step) -> Option<&Name> {
+pub(super) fn locked_table(step: &Step) -> Option<&Name> {
     let f = &step.facts;
     match f.kind {
         StmtKind::Insert | StmtKind::Update | StmtKind::Delete => Some(&f.writes.first()?.name),

@@ -104,10 +104,9 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
         let exclusive =
             f.row_locks.iter().any(RowLock::waits_exclusive) || f.kind == StmtKind::Update;
         let keyed = !f.filters.is_empty()
-            && f.filters.iter().all(|p| {
-                (p.value.params.is_empty() && p.value.idents.is_empty())
-                    || used.contains(&value_key(&p.value, g))
-            });
+            && f.filters
+                .iter()
+                .all(|p| p.value.is_literal() || used.contains(&value_key(&p.value, g)));
         // The table of the one row it locks: an `UPDATE`'s, or a locking read's only table.
         let t = match (&f.reads[..], f.kind) {
             (_, StmtKind::Update) => f.writes.first(),
@@ -149,11 +148,9 @@ fn guarded(schema: &schema::Schema, before: &[Step], step: &Step) -> bool {
                 && f.upsert
                 && !on.is_empty()
                 && on.iter().all(|c| {
-                    f.inserts.iter().any(|(n, o)| {
-                        n == c
-                            && !(o.params.is_empty() && o.idents.is_empty())
-                            && used.contains(&value_key(o, g))
-                    })
+                    f.inserts
+                        .iter()
+                        .any(|(n, o)| n == c && !o.is_literal() && used.contains(&value_key(o, g)))
                 })
         };
         // The rows themselves locked up front in key order (`.. ORDER BY id FOR UPDATE`).

@@ -50,17 +50,12 @@ pub(super) fn waits_for_itself(unit: &Unit, out: &mut Vec<Diagnostic>) {
 /// of one table.
 fn held_row(step: &Step) -> Option<(&Name, Vec<(&Name, String)>)> {
     let f = &step.facts;
-    let table = match f.kind {
-        StmtKind::Update | StmtKind::Delete => &f.writes.first()?.name,
-        StmtKind::Select if f.reads.len() == 1 && f.row_locks.iter().any(|l| l.exclusive()) => {
-            &f.reads.first()?.name
-        }
-        _ => return None,
-    };
+    // An insert's new row is no key lookup another statement's conditions could name.
+    let table = keys::locked_table(step).filter(|_| f.kind != StmtKind::Insert)?;
     let key: Vec<(&Name, String)> = f
         .filters
         .iter()
-        .filter(|p| !(p.value.params.is_empty() && p.value.idents.is_empty()))
+        .filter(|p| !p.value.is_literal())
         .map(|p| (&p.column, value_key(&p.value, step)))
         .collect();
     (!key.is_empty()).then_some((table, key))

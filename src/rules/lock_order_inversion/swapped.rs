@@ -189,7 +189,6 @@ fn serialised(tx: &Transaction, step: &Step) -> bool {
         .filter(|g| g.seq < step.seq && step.branch.starts_with(&g.branch))
         .any(|g| {
             let f = &g.facts;
-            let constant = |v: &Operand| v.params.is_empty() && v.idents.is_empty();
             f.extra()
                 .advisory
                 .iter()
@@ -203,7 +202,7 @@ fn serialised(tx: &Transaction, step: &Step) -> bool {
                 || f.extra().ddl.as_ref().is_some_and(|d| d.alters)
                 || (f.row_locks.iter().any(RowLock::waits_exclusive)
                     && !f.filters.is_empty()
-                    && f.filters.iter().all(|p| constant(&p.value)))
+                    && f.filters.iter().all(|p| p.value.is_literal()))
         })
 }
 
