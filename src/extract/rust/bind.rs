@@ -348,12 +348,19 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let [only] = each.as_slice() {
             return Some(only.to_string());
         }
-        if let Some((_, chosen)) = self.shared.chosen.iter().find(|(c, _)| c == t) {
+        let each = each.into_iter().map(|s| s.to_string()).collect();
+        self.chosen(t, each)
+    }
+
+    /// Of several `options` for `key`, the one this walk was given (see
+    /// [`super::batch::walk_each_impl`]); else none, and the walk says which there are, so that
+    /// the function is walked once per option.
+    fn chosen(&mut self, key: &str, options: Vec<String>) -> Option<String> {
+        if let Some((_, chosen)) = self.shared.chosen.iter().find(|(c, _)| c == key) {
             return Some(chosen.clone());
         }
-        if self.shared.ambiguous.is_none() && !each.is_empty() {
-            let all = each.iter().map(|s| s.to_string()).collect();
-            self.shared.ambiguous = Some((t.to_string(), all));
+        if self.shared.ambiguous.is_none() && !options.is_empty() {
+            self.shared.ambiguous = Some((key.to_string(), options));
         }
         None
     }
@@ -368,15 +375,12 @@ impl<'a, 'w> Walker<'a, 'w> {
         if let [(_, only)] = found.as_slice() {
             return Some(*only);
         }
-        let key = format!("impl {owner}");
-        if let Some((_, chosen)) = self.shared.chosen.iter().find(|(c, _)| *c == key) {
-            return found.iter().find(|(w, _)| w == chosen).map(|&(_, i)| i);
-        }
-        if self.shared.ambiguous.is_none() && !found.is_empty() {
-            let all = found.into_iter().map(|(w, _)| w).collect();
-            self.shared.ambiguous = Some((key, all));
-        }
-        None
+        let written = found.iter().map(|(w, _)| w.clone()).collect();
+        let chosen = self.chosen(&format!("impl {owner}"), written)?;
+        found
+            .into_iter()
+            .find(|(w, _)| *w == chosen)
+            .map(|(_, i)| i)
     }
 
     /// `let` of a name whose iteration order is a hash's: a `HashMap` or `HashSet` (by its

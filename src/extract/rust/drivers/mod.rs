@@ -270,8 +270,8 @@ impl Role {
     }
 }
 
-/// Whether some driver gives the method or function `name` the role `role`.
-pub(super) fn is(name: &str, role: Role) -> bool {
+/// The roles the drivers give the method or function `name`, one bit per [`Role`].
+fn roles(name: &str) -> u16 {
     static ROLES: OnceLock<HashMap<&'static str, u16>> = OnceLock::new();
     let roles = ROLES.get_or_init(|| {
         let mut roles: HashMap<&'static str, u16> = HashMap::new();
@@ -284,14 +284,17 @@ pub(super) fn is(name: &str, role: Role) -> bool {
         }
         roles
     });
-    roles
-        .get(name)
-        .is_some_and(|bits| bits & (1 << role as u16) != 0)
+    roles.get(name).copied().unwrap_or(0)
+}
+
+/// Whether some driver gives the method or function `name` the role `role`.
+pub(super) fn is(name: &str, role: Role) -> bool {
+    roles(name) & (1 << role as u16) != 0
 }
 
 /// Whether some driver gives the method or function `name` any role.
 pub(super) fn is_known(name: &str) -> bool {
-    Role::EVERY.into_iter().any(|r| is(name, r))
+    roles(name) != 0
 }
 
 /// The macro `name` holds SQL: the index of that argument, and whether it names a file.
