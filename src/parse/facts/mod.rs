@@ -87,15 +87,12 @@ impl Cursor<'_> {
     /// Index of the first `,` between the `(` at `open` and its `)` at `close` that is not
     /// nested in another pair.
     fn top_level_comma(&self, open: usize, close: usize) -> Option<usize> {
-        let mut depth = 0usize;
-        for i in open + 1..close {
-            if self.punct(i, "(") {
-                depth += 1;
-            } else if self.punct(i, ")") {
-                depth = depth.saturating_sub(1);
-            } else if depth == 0 && self.punct(i, ",") {
+        let mut i = open + 1;
+        while i < close {
+            if self.punct(i, ",") {
                 return Some(i);
             }
+            i = if self.punct(i, "(") { self.close(i) } else { i } + 1;
         }
         None
     }
